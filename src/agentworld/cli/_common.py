@@ -1,0 +1,55 @@
+"""Shared CLI plumbing: one console, clean errors, progress bars with ETA."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from agentworld.jsonl import LineError
+
+console = Console(stderr=True)
+out = Console()
+
+
+class UserError(Exception):
+    """An error the user can fix; printed without a traceback, with what to do next."""
+
+
+def fail(message: str, hint: str | None = None) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {message}")
+    if hint:
+        console.print(f"[yellow]hint:[/] {hint}")
+    return typer.Exit(code=2)
+
+
+def report_line_errors(errors: Iterable[LineError], limit: int = 10) -> int:
+    errors = list(errors)
+    for e in errors[:limit]:
+        console.print(f"[yellow]skipped[/] {e}")
+    if len(errors) > limit:
+        console.print(f"[yellow]... and {len(errors) - limit} more bad lines[/]")
+    return len(errors)
+
+
+def progress(*extra_columns: object) -> Progress:
+    """A progress bar showing done/total, rate via elapsed time, and ETA."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        *extra_columns,
+        console=console,
+    )

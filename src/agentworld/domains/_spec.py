@@ -1,0 +1,25 @@
+"""What every domain module declares: the knowledge that differs by domain.
+
+Prompt wording, action format and observation format live here (one module per
+domain); the rule verifiers for a domain live in ``agentworld.judge.rules``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DomainSpec:
+    name: str
+    title: str
+    environment: str
+    """One sentence naming the environment the model plays (used in the system prompt)."""
+    action_space: str
+    """Default action-space text; mcp and swe replace it with the trajectory's tool set."""
+    observation_format: str
+    """How a faithful observation looks: layout rules the model must follow."""
+    tools_define_actions: bool = False
+    """True where the action space is the trajectory's own tool schemas (mcp, swe)."""
+    gui: bool = False
+    """True for GUI domains, whose filters and scorers read structured trees."""

@@ -1,0 +1,24 @@
+"""Terminal: the agent types keystrokes into a shell; the observation is the screen."""
+
+from agentworld.domains._spec import DomainSpec
+
+SPEC = DomainSpec(
+    name="terminal",
+    title="Terminal",
+    environment="a Linux terminal (a tmux pane running an interactive shell)",
+    action_space=(
+        "Each action is a JSON list of keystroke batches: "
+        '[{"keystrokes": "ls -la\\n", "duration": 1.0}, ...]. '
+        "Text is typed as is and \\n presses Enter, which runs the line. The control keys "
+        "C-c (interrupt), C-d (end of input), C-z (suspend) and C-l (clear screen) are sent "
+        "as their own keystrokes. An empty keystrokes string means: wait for `duration` "
+        "seconds and look at the screen again."
+    ),
+    observation_format=(
+        "Print the terminal screen after the keystrokes: the echoed command line, everything "
+        "the program writes to stdout and stderr in order, and the next shell prompt (for "
+        "example `root@sandbox:/workspace#`) once the command has finished. A command still "
+        "running after `duration` shows only its partial output and no new prompt. Full-screen "
+        "programs (less, vim, nano, top) show their screen as drawn."
+    ),
+)

@@ -1,0 +1,22 @@
+"""Web: a browser agent acts on element ids; the observation is the accessibility tree."""
+
+from agentworld.domains._spec import DomainSpec
+
+SPEC = DomainSpec(
+    name="web",
+    title="Web browser",
+    environment="a web browser showing one or more tabs",
+    action_space=(
+        "Each action is one browser call on element ids (bid) from the last tree: "
+        "click(bid), fill(bid, text), select_option(bid, option), hover(bid), "
+        "keyboard_press(key), scroll(dx, dy), goto(url), go_back(), go_forward(), "
+        "new_tab(), tab_focus(index), tab_close(), noop()."
+    ),
+    observation_format=(
+        "Print the page state: a header with the URL, the page title and the open tabs, then "
+        "the accessibility tree, one node per line, indented by depth: "
+        "`[bid] role 'name'` followed by properties (value, checked, focused...). Actions on "
+        "missing ids fail with an error line and leave the page unchanged."
+    ),
+    gui=True,
+)

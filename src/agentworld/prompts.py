@@ -1,0 +1,148 @@
+"""System prompts and chat messages for world models.
+
+The system prompt is our own wording around the five parts of the simulation context
+(task description, action space, initial state, demonstrations, simulation
+instruction) and the output contract. A benchmark sample that carries its own
+``system_str`` is used verbatim. Every change to the wording bumps
+``PROMPT_VERSION`` so cached responses from older prompts are never reused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from agentworld.domains import get_domain
+
+if TYPE_CHECKING:
+    from agentworld.bench.format import BenchSample
+    from agentworld.trajectory import Trajectory
+
+PROMPT_VERSION = "aw-prompt-1"
+OBS_OPEN, OBS_CLOSE = "<predicted_observation>", "</predicted_observation>"
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+Message = dict[str, str]
+
+# Wordings of the role and the contract. SFT samples one per example so the model does
+# not overfit one phrasing; inference uses variant 0.
+_ROLES = (
+    "You are a world model. You do not play the agent: you play {environment}. The user "
+    "messages are the agent's actions; answer each one with the observation the real "
+    "environment would return, exactly as it would print it, consistent with everything "
+    "that happened earlier in this session.",
+    "Act as the environment in an agent episode. The environment is {environment}. Each "
+    "user message is an action taken by an agent; reply with the next observation that the "
+    "real system would produce. Never explain or comment on the action; only reproduce "
+    "the environment's output, faithful to the state built up so far.",
+    "Simulate {environment}. You receive an agent's actions one by one and must predict "
+    "what the environment shows next, byte for byte where the result is determined by the "
+    "session so far and realistically where it depends on state you cannot see.",
+)
+_CONTRACTS = (
+    "You may reason first inside {think_open}...{think_close}. Then write the observation, "
+    "and nothing else, inside {obs_open}...{obs_close}. Do not address the reader, do not "
+    "describe your answer, do not judge its quality.",
+    "Output format: optional private reasoning in {think_open}...{think_close}, followed by "
+    "the observation wrapped in {obs_open}...{obs_close}. The wrapped text is shown to the "
+    "agent as is, so it must contain only what the environment prints.",
+    "Put any deliberation inside {think_open}...{think_close}; put the predicted "
+    "observation inside {obs_open}...{obs_close}. Text outside these blocks is discarded.",
+)
+NUM_VARIANTS = len(_ROLES)
+
+
+def _section(title: str, body: str | None) -> str:
+    return f"## {title}\n{body.strip()}\n" if body and body.strip() else ""
+
+
+def action_space_text(domain: str, action_space: str | None, tools: list[dict] | None) -> str:
+    spec = get_domain(domain)
+    text = action_space or spec.action_space
+    if tools:
+        schemas = json.dumps(tools, ensure_ascii=False, indent=1)
+        text = f"{text}\n\nTool schemas:\n{schemas}"
+    return text
+
+
+def build_system_prompt(
+    domain: str,
+    *,
+    task_description: str = "",
+    action_space: str | None = None,
+    tools: list[dict] | None = None,
+    initial_state: str | None = None,
+    demonstrations: str | None = None,
+    simulation_instruction: str | None = None,
+    variant: int = 0,
+) -> str:
+    """Our system prompt: role, the five context parts, observation format and contract."""
+    spec = get_domain(domain)
+    v = variant % NUM_VARIANTS
+    parts = [
+        _ROLES[v].format(environment=spec.environment) + "\n",
+        _section("Task the agent is working on", task_description),
+        _section("Action space", action_space_text(spec.name, action_space, tools)),
+        _section("Initial state of the environment", initial_state),
+        _section("Demonstrations", demonstrations),
+        _section("Simulation instruction (follow it in your observations)", simulation_instruction),
+        _section("Observation format", spec.observation_format),
+        _section(
+            "Output contract",
+            _CONTRACTS[v].format(
+                think_open=THINK_OPEN, think_close=THINK_CLOSE, obs_open=OBS_OPEN, obs_close=OBS_CLOSE
+            ),
+        ),
+    ]
+    return "\n".join(p for p in parts if p).strip() + "\n"
+
+
+def trajectory_system_prompt(traj: Trajectory, *, variant: int = 0) -> str:
+    return build_system_prompt(
+        traj.domain,
+        task_description=traj.task_description,
+        action_space=traj.action_space,
+        tools=traj.tools,
+        initial_state=traj.initial_state,
+        demonstrations=traj.demonstrations,
+        simulation_instruction=traj.simulation_instruction,
+        variant=variant,
+    )
+
+
+def format_observation(observation: str, reasoning: str | None = None) -> str:
+    """The assistant text for an observation under the output contract."""
+    think = f"{THINK_OPEN}\n{reasoning.strip()}\n{THINK_CLOSE}\n" if reasoning else ""
+    return f"{think}{OBS_OPEN}\n{observation}\n{OBS_CLOSE}"
+
+
+def build_messages(
+    system: str, history: Sequence[tuple[str, str]], action: str
+) -> list[Message]:
+    """System, earlier turns as user/assistant pairs, then the action to answer.
+
+    Earlier observations are replayed in the same tagged form the model must answer in,
+    so the context never teaches a different format from the contract.
+    """
+    messages: list[Message] = [{"role": "system", "content": system}]
+    for act, obs in history:
+        messages.append({"role": "user", "content": act})
+        messages.append({"role": "assistant", "content": format_observation(obs)})
+    messages.append({"role": "user", "content": action})
+    return messages
+
+
+def sample_messages(sample: BenchSample) -> list[Message]:
+    """Messages for a benchmark sample; its ``system_str`` is used verbatim."""
+    return build_messages(sample.system_str, sample.history(), sample.action)
+
+
+def trajectory_messages(traj: Trajectory, turn_idx: int, *, variant: int = 0) -> list[Message]:
+    """Messages that ask for the observation of turn ``turn_idx`` (1-based)."""
+    if not 1 <= turn_idx <= len(traj.turns):
+        raise IndexError(f"turn_idx {turn_idx} out of range 1..{len(traj.turns)}")
+    history = [(t.action, t.observation) for t in traj.turns[: turn_idx - 1]]
+    return build_messages(
+        trajectory_system_prompt(traj, variant=variant), history, traj.turns[turn_idx - 1].action
+    )
