@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agentworld.cli import data
+from agentworld.cli import bench, collect, data, predict, sim, train
 
 app = typer.Typer(
     name="agentworld",
@@ -13,26 +13,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(data.app, name="data")
-app.add_typer(
-    typer.Typer(help="Record ground-truth trajectories in real sandboxed environments.", no_args_is_help=True),
-    name="collect",
-)
-app.add_typer(
-    typer.Typer(help="AgentWorldBench: run a world model on samples, judge, score, report.", no_args_is_help=True),
-    name="bench",
-)
-app.add_typer(
-    typer.Typer(help="Serve a world model as an environment (Gym-style, HTTP/WebSocket, MCP).", no_args_is_help=True),
-    name="sim",
-)
-app.add_typer(
-    typer.Typer(help="Train world models: CPT, SFT and GSPO.", no_args_is_help=True),
-    name="train",
-)
-app.add_typer(
-    typer.Typer(help="Predict the next observation for an action, or run an interactive session.", no_args_is_help=True),
-    name="predict",
-)
+app.add_typer(collect.app, name="collect")
+app.add_typer(bench.app, name="bench")
+app.add_typer(sim.app, name="sim")
+app.add_typer(train.app, name="train")
+app.add_typer(predict.app, name="predict")
 
 
 def _version(value: bool) -> None:

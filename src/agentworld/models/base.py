@@ -1,0 +1,108 @@
+"""The one interface every world-model backend implements, and what it returns.
+
+A backend implements a single async method, :meth:`Backend.complete`: chat messages and
+generation settings in, ``n`` raw completions out. Everything shared -- parsing the
+output contract, the response cache, concurrency limits, error capture, timing -- sits
+in :mod:`agentworld.models.runner` so that bench, sim and data use every backend the same
+way.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agentworld.parsing import Status
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """Sampling settings. ``None`` means "not set here": layers merge with :meth:`merged`
+    (defaults < config file < CLI flags < per-call), later non-None values winning."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    n: int | None = None
+    stop: tuple[str, ...] | None = None
+
+    def merged(self, other: GenerationConfig | None) -> GenerationConfig:
+        if other is None:
+            return self
+        return replace(self, **{f.name: v for f in fields(other) if (v := getattr(other, f.name)) is not None})
+
+    def resolved(self) -> GenerationConfig:
+        """With the library defaults filled in for everything still unset."""
+        return DEFAULT_GENERATION.merged(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items() if v is not None}
+
+
+DEFAULT_GENERATION = GenerationConfig(temperature=0.0, top_p=1.0, max_tokens=1024, n=1)
+
+
+@dataclass
+class Completion:
+    """One raw completion as a backend returns it, before parsing."""
+
+    text: str
+    reasoning: str | None = None
+    """Reasoning the server split out (``reasoning_content``), if any."""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+
+
+class Prediction(BaseModel):
+    """A parsed prediction of the next observation (or a failed call), as stored in results."""
+
+    text: str = ""
+    """The raw model output."""
+    observation: str | None = None
+    reasoning: str | None = None
+    status: Status = Status.missing
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float = 0.0
+    error: str | None = None
+    """Set when the call failed (after retries); the prediction is then not valid."""
+    sample_index: int = 0
+    cached: bool = False
+    backend: str = ""
+    model: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.status is Status.complete
+
+
+class BackendError(RuntimeError):
+    """A call failed for good (after the backend's own retries)."""
+
+
+class Backend(abc.ABC):
+    """A world-model backend. Subclasses implement :meth:`complete` only."""
+
+    #: registry name: ``openai``, ``hf``, ``smol``, ``retrieval``
+    name: str = ""
+
+    @property
+    @abc.abstractmethod
+    def model_id(self) -> str:
+        """Model name plus revision (checkpoint hash, adapter hash...) for cache keys."""
+
+    @abc.abstractmethod
+    async def complete(self, messages: list[Message], config: GenerationConfig) -> list[Completion]:
+        """Return ``config.n`` completions for ``messages``; raise BackendError on failure."""
+
+    async def aclose(self) -> None:
+        """Release clients, models, threads."""
