@@ -1,5 +1,3 @@
-"""``agentworld collect``: record ground-truth trajectories in real sandboxed environments."""
-
 import typer
 
 app = typer.Typer(help="Record ground-truth trajectories in real sandboxed environments.", no_args_is_help=True)

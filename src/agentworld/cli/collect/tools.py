@@ -1,0 +1,3 @@
+"""``agentworld collect mcp|search|swe``."""
+
+from agentworld.cli.collect._app import app  # noqa: F401

@@ -1,0 +1,111 @@
+"""The environment contract shared by real environments and the simulator.
+
+Gymnasium's small API with typed results: ``reset(seed=, options=)`` returns a
+:class:`Reset` and ``step(action)`` returns a :class:`Step`. Both are named tuples, so
+``obs, info = env.reset()`` and ``obs, reward, terminated, truncated, info = env.step(a)``
+work as in Gymnasium while the fields keep their names. Actions are the text the world
+model sees (JSON for structured actions), so a recorded trajectory replays as is.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from agentworld.trajectory import Provenance, Trajectory, Turn
+
+
+class Reset(NamedTuple):
+    observation: str
+    info: dict[str, Any]
+
+
+class Step(NamedTuple):
+    observation: str
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+
+
+class Env(abc.ABC):
+    """A (real or simulated) environment for one domain; one episode at a time."""
+
+    domain: str = ""
+
+    @abc.abstractmethod
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
+        """Start a new episode (tearing down the previous one) and return the first observation."""
+
+    @abc.abstractmethod
+    def step(self, action: str) -> Step:
+        """Apply one action and return what the environment shows next."""
+
+    def context(self) -> dict[str, Any]:
+        """The simulation context of the current episode, as Trajectory fields:
+        ``task_description``, ``action_space``, ``tools``, ``initial_state``..."""
+        return {}
+
+    def close(self) -> None:
+        """Release every resource (processes, sandboxes, temp files)."""
+
+    def __enter__(self) -> Env:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_REGISTRY: dict[str, Callable[..., Env]] = {}
+
+
+def register(env_id: str, factory: Callable[..., Env]) -> None:
+    """Register an environment factory under a versioned id such as ``terminal-v1``."""
+    _REGISTRY[env_id] = factory
+
+
+def make(env_id: str, **kwargs: Any) -> Env:
+    if env_id not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY)) or "none registered"
+        raise KeyError(f"unknown environment {env_id!r} (known: {known})")
+    return _REGISTRY[env_id](**kwargs)
+
+
+def registered() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def record_episode(
+    env: Env,
+    actions: Iterable[str],
+    *,
+    trajectory_id: str,
+    seed: int | None = None,
+    options: dict[str, Any] | None = None,
+    provenance: Provenance | None = None,
+) -> Trajectory:
+    """Run ``actions`` in ``env`` from a fresh reset and record every turn."""
+    env.reset(seed=seed, options=options)
+    turns = []
+    for action in actions:
+        t0 = time.time()
+        res = env.step(action)
+        turns.append(
+            Turn(action=action, observation=res.observation, started_at=t0,
+                 duration_s=time.time() - t0, metadata=_jsonable(res.info))
+        )
+        if res.terminated or res.truncated:
+            break
+    return Trajectory(
+        id=trajectory_id,
+        domain=env.domain,
+        provenance=provenance or Provenance(source="real", seed=seed),
+        turns=turns,
+        **env.context(),
+    )
+
+
+def _jsonable(info: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in info.items() if isinstance(v, str | int | float | bool | list | dict | type(None))}
