@@ -1,3 +1,3 @@
-"""``agentworld collect mcp|search|swe``."""
+"""``agentworld collect mcp|search``."""
 
 from agentworld.cli.collect._app import app  # noqa: F401
