@@ -1,0 +1,75 @@
+"""Terminal screens: command echo, output, next prompt."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agentworld.judge.rules._common import DomainRules, norm, shape_similarity, text_lines
+
+PROMPT = re.compile(r"^(\S+@[\w.-]+):(\S*)\s*[#$%]\s*$")
+_PROMPT_PREFIX = re.compile(r"^(\S+@[\w.-]+:\S*\s*[#$%])\s?")
+
+
+def keystrokes(action: str) -> str:
+    """The typed text of a terminal action (the raw action when it is not a keystroke list)."""
+    try:
+        batches = json.loads(action)
+    except json.JSONDecodeError:
+        return action
+    if isinstance(batches, dict):
+        batches = [batches]
+    if not isinstance(batches, list):
+        return action
+    return "".join(b.get("keystrokes", "") for b in batches if isinstance(b, dict))
+
+
+def last_prompt(text: str) -> str | None:
+    """The last shell prompt on a screen, e.g. ``root@sandbox:/workspace#``."""
+    for line in reversed(text.rstrip().splitlines()):
+        m = _PROMPT_PREFIX.match(line.strip())
+        if m:
+            return norm(m.group(1))
+    return None
+
+
+class TerminalRules(DomainRules):
+    name = "terminal"
+
+    def format_fraction(self, pred: str, truth: str, sample: Any) -> tuple[float, dict[str, Any]]:
+        p, t = text_lines(pred), text_lines(truth)
+        checks: dict[str, bool] = {}
+        if t:
+            # The first line echoes the command after the prompt (or continues the screen).
+            checks["echo_line"] = bool(p) and p[0] == t[0]
+            ends_prompt = bool(PROMPT.match(t[-1]))
+            checks["final_prompt"] = bool(p) and bool(PROMPT.match(p[-1])) == ends_prompt
+        checks["no_chat_wrapping"] = "```" not in pred or "```" in truth
+        shape = shape_similarity(pred, truth)
+        checks["line_shapes"] = shape >= 0.5
+        frac = sum(checks.values()) / len(checks)
+        return frac, {"checks": checks, "shape": round(shape, 3)}
+
+    def determined(self, sample: Any) -> list[str]:
+        lines = super().determined(sample)
+        # The echoed command line is fixed by the previous prompt and the keystrokes.
+        truth = text_lines(sample.ground_truth)
+        typed = keystrokes(sample.action).split("\n", 1)[0].strip()
+        if truth and typed and typed in truth[0] and truth[0] not in lines:
+            lines.insert(0, truth[0])
+        return lines
+
+    def contradictions(self, pred: str, sample: Any) -> list[str]:
+        out = super().contradictions(pred, sample)
+        # user@host never changes within a session unless the truth shows it changing.
+        seen = {m.group(1) for _, o in sample.history() for ln in o.splitlines() if (m := PROMPT.match(ln.strip()))}
+        mine, truth = last_prompt(pred), last_prompt(sample.ground_truth)
+        if seen and mine and truth:
+            who = mine.split(":", 1)[0]
+            if who not in seen and truth.split(":", 1)[0] in seen:
+                out.append(f"prompt {mine!r} but the session runs as {sorted(seen)[0]!r}")
+        return out
+
+
+RULES = TerminalRules()
