@@ -1,0 +1,180 @@
+"""The ``retrieval`` backend: a non-parametric floor every world model should beat.
+
+It indexes past turns of a trajectory store (or a benchmark directory), one BM25 index
+per domain, over the turn's action plus a little recent context, and answers an action
+with the observation of the nearest past turn, in the output contract. No model, no
+GPU, answers in milliseconds. Index the *training* trajectories: indexing the very
+samples being evaluated would answer them with their own ground truth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentworld.bench.format import SUFFIX, BenchSample, as_text
+from agentworld.domains import DOMAINS, get_domain
+from agentworld.jsonl import read_jsonl
+from agentworld.models.base import Backend, BackendError, Completion, GenerationConfig, Message
+from agentworld.parsing import parse_prediction
+from agentworld.prompts import format_observation
+from agentworld.trajectory import Trajectory
+
+# Single-character words matter here (`ls -l`, `cd /`), so no stopwords and \w+ tokens.
+_SPLITTER = r"(?u)\w+"
+
+
+@dataclass(frozen=True)
+class Doc:
+    """One indexed past turn."""
+
+    text: str
+    observation: str
+
+
+def turn_text(action: str, history: list[tuple[str, str]], context_turns: int) -> str:
+    """What BM25 sees for a turn: the action twice (so it outweighs the context), then the
+    last ``context_turns`` actions and observations before it."""
+    parts = [action, action]
+    for act, obs in history[-context_turns:] if context_turns > 0 else []:
+        parts += [act, obs]
+    return "\n".join(parts)
+
+
+def _source_files(source: Path) -> list[Path]:
+    if source.is_dir():
+        files = sorted(p for p in source.rglob("*.jsonl") if not p.name.startswith("."))
+    elif source.exists():
+        files = [source]
+    else:
+        raise FileNotFoundError(f"retrieval source not found: {source}")
+    if not files:
+        raise FileNotFoundError(f"no .jsonl files under {source}")
+    return files
+
+
+def load_turns(source: Path) -> dict[str, list[tuple[list[tuple[str, str]], str, str]]]:
+    """Per domain, ``(history, action, observation)`` for every turn found under ``source``.
+
+    ``*_test.jsonl`` files are read as AgentWorldBench samples (each evaluated turn once,
+    duplicates across samples dropped), every other ``.jsonl`` file as trajectories.
+    """
+    out: dict[str, list[tuple[list[tuple[str, str]], str, str]]] = {}
+    seen: set[str] = set()
+    for path in _source_files(source):
+        if path.name.endswith(SUFFIX):
+            for s in read_jsonl(path, BenchSample).items:
+                _add(out, seen, s.domain, [(as_text(a), as_text(o)) for a, o in zip(s.prompt, s.response)])
+        else:
+            for traj in read_jsonl(path, Trajectory).items:
+                _add(out, seen, traj.domain, [(t.action, t.observation) for t in traj.turns])
+    return out
+
+
+def _add(out: dict, seen: set[str], domain: str, pairs: list[tuple[str, str]]) -> None:
+    # Samples of one trajectory repeat its earlier turns: a turn is known by its whole
+    # prefix, so each distinct past turn is indexed once.
+    digest = hashlib.sha256(domain.encode())
+    for t, (action, obs) in enumerate(pairs):
+        digest.update(f"\x1e{action}\x1f{obs}".encode())
+        key = digest.copy().hexdigest()
+        if key not in seen:
+            seen.add(key)
+            out.setdefault(domain, []).append((pairs[:t], action, obs))
+
+
+def query_of(messages: list[Message]) -> tuple[str | None, list[tuple[str, str]], str]:
+    """``(system, history, action)`` read back from chat messages built by ``prompts``."""
+    system = next((m["content"] for m in messages if m["role"] == "system"), None)
+    turns = [m for m in messages if m["role"] in ("user", "assistant")]
+    if not turns or turns[-1]["role"] != "user":
+        raise BackendError("the last message must be the user's action")
+    history: list[tuple[str, str]] = []
+    pending: str | None = None
+    for m in turns[:-1]:
+        if m["role"] == "user":
+            pending = m["content"]
+        elif pending is not None:
+            parsed = parse_prediction(m["content"])
+            history.append((pending, parsed.observation if parsed.ok else m["content"]))
+            pending = None
+    return system, history, turns[-1]["content"]
+
+
+class RetrievalBackend(Backend):
+    """BM25 nearest past turn. ``domain`` fixes the index; otherwise it is read from the
+    system prompt, and when that fails every domain's index is searched."""
+
+    name = "retrieval"
+
+    def __init__(self, source: str | Path, *, domain: str | None = None, context_turns: int = 2):
+        import bm25s
+        from bm25s.tokenization import Tokenizer
+
+        self.source = Path(source)
+        self.domain = get_domain(domain).name if domain else None
+        self.context_turns = context_turns
+        turns = load_turns(self.source)
+        if self.domain:
+            turns = {self.domain: turns.get(self.domain, [])}
+        if not any(turns.values()):
+            raise BackendError(f"no turns to index in {self.source}" + (f" for domain {self.domain}" if self.domain else ""))
+        self._bm25 = bm25s
+        self._tokenizers: dict[str, Tokenizer] = {}
+        self._indexes: dict[str, tuple[object, list[Doc]]] = {}
+        for dom, items in turns.items():
+            if not items:
+                continue
+            docs = [Doc(turn_text(a, h, context_turns), o) for h, a, o in items]
+            tok = Tokenizer(lower=True, splitter=_SPLITTER, stopwords=None)
+            ids = tok.tokenize([d.text for d in docs], update_vocab=True, return_as="ids", show_progress=False)
+            index = bm25s.BM25()
+            index.index(ids, show_progress=False)
+            self._tokenizers[dom] = tok
+            self._indexes[dom] = (index, docs)
+        digest = hashlib.sha256()
+        for p in _source_files(self.source):
+            st = p.stat()
+            digest.update(f"{p}:{st.st_size}:{st.st_mtime_ns}".encode())
+        self._model_id = f"bm25:{self.source.name}@{digest.hexdigest()[:12]}:ctx{context_turns}"
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def num_docs(self) -> dict[str, int]:
+        return {d: len(docs) for d, (_, docs) in self._indexes.items()}
+
+    def domain_of(self, system: str | None) -> str | None:
+        if self.domain:
+            return self.domain
+        if system:
+            for d in DOMAINS:
+                if get_domain(d).environment in system and d in self._indexes:
+                    return d
+        return None
+
+    def nearest(self, messages: list[Message], k: int = 1) -> list[tuple[float, Doc]]:
+        """The ``k`` best past turns for the action in ``messages``, best first."""
+        system, history, action = query_of(messages)
+        domain = self.domain_of(system)
+        query = turn_text(action, history, self.context_turns)
+        found: list[tuple[float, Doc]] = []
+        for dom in [domain] if domain else list(self._indexes):
+            index, docs = self._indexes[dom]
+            ids = self._tokenizers[dom].tokenize([query], update_vocab=False, return_as="ids", show_progress=False)
+            hits, scores = index.retrieve(ids, k=min(k, len(docs)), show_progress=False)
+            found += [(float(s), docs[int(i)]) for i, s in zip(hits[0], scores[0])]
+        found.sort(key=lambda x: -x[0])
+        return found[:k]
+
+    async def complete(self, messages: list[Message], config: GenerationConfig) -> list[Completion]:
+        n = config.n or 1
+        hits = self.nearest(messages, k=n)
+        # Fewer past turns than samples asked for: repeat the best ones.
+        return [
+            Completion(text=format_observation(hits[i % len(hits)][1].observation), finish_reason="stop")
+            for i in range(n)
+        ]

@@ -1,0 +1,223 @@
+"""``WorldModel``: the one way bench, sim and data call a backend.
+
+It merges generation settings (library defaults < the model's defaults < per call),
+answers from the response cache where it can, calls the backend for the rest under a
+concurrency limit, parses the output contract, times every call and turns failures into
+predictions with ``error`` set -- a failed call never raises. The one exception is a
+strict-replay cache miss, which is a configuration error and raises :class:`CacheMiss`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from agentworld.models.base import Backend, Completion, GenerationConfig, Message, Prediction
+from agentworld.models.cache import CacheMiss, ResponseCache, cache_key
+from agentworld.parsing import parse_prediction
+
+if TYPE_CHECKING:
+    from agentworld.bench.format import BenchSample
+
+__all__ = ["CacheMiss", "RunnerStats", "WorldModel", "to_prediction"]
+
+
+@dataclass
+class RunnerStats:
+    """Counters of one WorldModel, for reports and for checking the concurrency limit."""
+
+    calls: int = 0
+    failures: int = 0
+    cached_samples: int = 0
+    live_samples: int = 0
+    in_flight: int = 0
+    peak_in_flight: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def to_prediction(
+    completion: Completion, *, index: int, latency_s: float, backend: str, model: str, cached: bool = False
+) -> Prediction:
+    parsed = parse_prediction(completion.text, reasoning=completion.reasoning)
+    extra: dict[str, str] = {}
+    if completion.finish_reason:
+        extra["finish_reason"] = completion.finish_reason
+    if completion.reasoning:
+        # Kept apart so a cached prediction re-parses exactly like the live one.
+        extra["server_reasoning"] = completion.reasoning
+    return Prediction(
+        text=completion.text,
+        observation=parsed.observation,
+        reasoning=parsed.reasoning,
+        status=parsed.status,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        latency_s=latency_s,
+        sample_index=index,
+        cached=cached,
+        backend=backend,
+        model=model,
+        extra=extra,
+    )
+
+
+class WorldModel:
+    """A backend plus cache, default settings and a concurrency limit."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        cache: ResponseCache | None = None,
+        concurrency: int = 4,
+        defaults: GenerationConfig | None = None,
+    ):
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.backend = backend
+        self.cache = cache
+        self.concurrency = concurrency
+        self.defaults = defaults or GenerationConfig()
+        self.stats = RunnerStats()
+        # A semaphore belongs to one event loop; predict_sync runs a fresh loop per call.
+        self._sem: asyncio.Semaphore | None = None
+        self._sem_loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def model_id(self) -> str:
+        return self.backend.model_id
+
+    def settings(self, config: GenerationConfig | None = None) -> GenerationConfig:
+        """The resolved settings a call with ``config`` uses."""
+        return self.defaults.merged(config).resolved()
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._sem is None or self._sem_loop is not loop:
+            self._sem, self._sem_loop = asyncio.Semaphore(self.concurrency), loop
+        return self._sem
+
+    async def predict(self, messages: list[Message], config: GenerationConfig | None = None) -> list[Prediction]:
+        """``n`` predictions of the observation answering the last user message."""
+        cfg = self.settings(config)
+        n = cfg.n or 1
+        backend, model = self.backend.name, self.backend.model_id
+        keys = [cache_key(backend, model, messages, cfg, i) for i in range(n)]
+        out: list[Prediction | None] = [None] * n
+        if self.cache is not None and self.cache.enabled:
+            for i, key in enumerate(keys):
+                hit = self.cache.get(key)  # raises CacheMiss in strict replay
+                if hit is not None:
+                    completion, latency = hit
+                    out[i] = to_prediction(
+                        completion, index=i, latency_s=latency, backend=backend, model=model, cached=True
+                    )
+        missing = [i for i, p in enumerate(out) if p is None]
+        self.stats.cached_samples += n - len(missing)
+        if missing:
+            for i, pred in zip(missing, await self._live(messages, replace(cfg, n=len(missing)), missing)):
+                out[i] = pred
+                if pred.error is None and self.cache is not None:
+                    completion = Completion(
+                        text=pred.text,
+                        reasoning=pred.extra.get("server_reasoning"),
+                        prompt_tokens=pred.prompt_tokens,
+                        completion_tokens=pred.completion_tokens,
+                        finish_reason=pred.extra.get("finish_reason"),
+                    )
+                    self.cache.put(keys[i], completion, backend=backend, model=model, latency_s=pred.latency_s)
+        return [p for p in out if p is not None]
+
+    async def _live(self, messages: list[Message], cfg: GenerationConfig, indices: list[int]) -> list[Prediction]:
+        backend, model = self.backend.name, self.backend.model_id
+        async with self._semaphore():
+            st = self.stats
+            st.calls += 1
+            st.in_flight += 1
+            st.peak_in_flight = max(st.peak_in_flight, st.in_flight)
+            start = time.perf_counter()
+            try:
+                completions = await self.backend.complete(messages, cfg)
+                error = None
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # any backend failure becomes an error prediction
+                completions, error = [], f"{type(exc).__name__}: {exc}"
+            finally:
+                st.in_flight -= 1
+            latency = time.perf_counter() - start
+        if error is None and len(completions) < len(indices):
+            error = f"backend returned {len(completions)} completions, expected {len(indices)}"
+        if error is not None:
+            st.failures += 1
+            return [
+                Prediction(error=error, latency_s=latency, sample_index=i, backend=backend, model=model)
+                for i in indices
+            ]
+        st.live_samples += len(indices)
+        preds = []
+        for i, c in zip(indices, completions):
+            st.prompt_tokens += c.prompt_tokens or 0
+            st.completion_tokens += c.completion_tokens or 0
+            preds.append(to_prediction(c, index=i, latency_s=latency, backend=backend, model=model))
+        return preds
+
+    async def predict_sample(self, sample: BenchSample, config: GenerationConfig | None = None) -> list[Prediction]:
+        """Predictions for a benchmark sample (its ``system_str`` is used verbatim)."""
+        from agentworld.prompts import sample_messages
+
+        return await self.predict(sample_messages(sample), config)
+
+    def predict_sync(self, messages: list[Message], config: GenerationConfig | None = None) -> list[Prediction]:
+        """:meth:`predict` for scripts without an event loop."""
+        return asyncio.run(self.predict(messages, config))
+
+    async def map(
+        self, requests: Sequence[list[Message]], config: GenerationConfig | None = None
+    ) -> AsyncIterator[tuple[int, list[Prediction]]]:
+        """Predict for every message list; yield ``(index, predictions)`` as each finishes.
+
+        At most ``concurrency`` backend calls run at once; tasks are started lazily so a
+        huge request list does not create a huge number of pending tasks.
+        """
+        pending: set[asyncio.Task[tuple[int, list[Prediction]]]] = set()
+        it = iter(enumerate(requests))
+
+        async def one(idx: int, msgs: list[Message]) -> tuple[int, list[Prediction]]:
+            return idx, await self.predict(msgs, config)
+
+        def refill() -> None:
+            while len(pending) < self.concurrency * 2:
+                try:
+                    idx, msgs = next(it)
+                except StopIteration:
+                    return
+                pending.add(asyncio.ensure_future(one(idx, msgs)))
+
+        refill()
+        try:
+            while pending:
+                done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    pending.discard(task)
+                    yield task.result()
+                refill()
+        finally:
+            for task in pending:
+                task.cancel()
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+        if self.cache is not None:
+            self.cache.close()
+
+    async def __aenter__(self) -> WorldModel:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
