@@ -1,0 +1,273 @@
+"""``SimEnv``: a world model played as a Gymnasium-style environment.
+
+Each session keeps its own history, ledger and perturbation counters. A step builds the
+turn's prompt (scenario + established state + semantic injections), asks the world model
+for the observation, checks it against the ledger (re-sampling a contradicting prediction
+when asked to), applies mechanical injections, and records the turn. ``reset``/``step``
+are the synchronous Gymnasium calls; ``areset``/``astep`` let one event loop drive many
+sessions at once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agentworld.envs.base import Env, Reset, Step
+from agentworld.models import GenerationConfig, Prediction, WorldModel
+from agentworld.prompts import build_messages
+from agentworld.sim.ledger import Conflict, LedgerState, rules_for
+from agentworld.sim.perturb import Injection, PerturbationSpec, apply_mechanical
+from agentworld.sim.scenario import Scenario
+from agentworld.trajectory import Provenance, Trajectory, Turn
+
+#: what a step shows when the world model failed (the step is truncated, not made up)
+FAILED = "[simulator error: the world model gave no valid observation]"
+
+
+class SimTurn(BaseModel):
+    action: str
+    observation: str
+    reasoning: str | None = None
+    latency_s: float = 0.0
+    injections: list[Injection] = Field(default_factory=list)
+    conflicts: list[Conflict] = Field(default_factory=list)
+    resampled: int = 0
+    error: str | None = None
+
+
+class SimState(BaseModel):
+    """A session's complete state: what ``snapshot`` returns and ``restore`` accepts."""
+
+    session_id: str
+    scenario: Scenario
+    perturbations: PerturbationSpec | None = None
+    seed: int = 0
+    turns: list[SimTurn] = Field(default_factory=list)
+    ledger: LedgerState = Field(default_factory=LedgerState)
+    fired: dict[int, int] = Field(default_factory=dict)
+    done: bool = False
+
+
+class SimEnv(Env):
+    """A simulated environment over a :class:`~agentworld.models.WorldModel`.
+
+    ``resample`` is how many extra predictions to try when one contradicts the ledger
+    (0: keep it and only flag it). ``use_ledger=False`` leaves the established state out
+    of the prompt (conflicts are still reported). ``checks`` are extra validators
+    ``(action, observation) -> list[Conflict]`` (e.g. a fictional world's fact check).
+    """
+
+    def __init__(
+        self,
+        world_model: WorldModel,
+        scenario: Scenario,
+        *,
+        perturbations: PerturbationSpec | None = None,
+        config: GenerationConfig | None = None,
+        resample: int = 0,
+        use_ledger: bool = True,
+        checks: list[Any] | None = None,
+        session_id: str | None = None,
+    ):
+        self.wm = world_model
+        self.config = config
+        self.resample = resample
+        self.use_ledger = use_ledger
+        self.checks = list(checks or [])
+        self.state = SimState(session_id=session_id or uuid.uuid4().hex[:12], scenario=scenario, perturbations=perturbations)
+        self.domain = scenario.domain
+        self._rules = rules_for(scenario.domain)
+
+    # -- Gymnasium contract ------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
+        return self._reset(seed, options)
+
+    async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
+        return self._reset(seed, options)
+
+    def step(self, action: str) -> Step:
+        messages, injections = self._prepare(action)
+        preds = self.wm.predict_sync(messages, self.config)
+        chosen, conflicts, tries = preds[0], self._conflicts(action, preds[0]), 0
+        while conflicts and tries < self.resample:
+            tries += 1
+            cand = self.wm.predict_sync(messages, self._resample_config(tries))[0]
+            chosen, conflicts = self._better(action, chosen, conflicts, cand)
+        return self._finish(action, chosen, conflicts, tries, injections)
+
+    async def astep(self, action: str) -> Step:
+        messages, injections = self._prepare(action)
+        preds = await self.wm.predict(messages, self.config)
+        chosen, conflicts, tries = preds[0], self._conflicts(action, preds[0]), 0
+        while conflicts and tries < self.resample:
+            tries += 1
+            cand = (await self.wm.predict(messages, self._resample_config(tries)))[0]
+            chosen, conflicts = self._better(action, chosen, conflicts, cand)
+        return self._finish(action, chosen, conflicts, tries, injections)
+
+    def context(self) -> dict[str, Any]:
+        return self.state.scenario.trajectory_context()
+
+    # -- sessions ------------------------------------------------------------------------
+    @property
+    def session_id(self) -> str:
+        return self.state.session_id
+
+    @property
+    def scenario(self) -> Scenario:
+        return self.state.scenario
+
+    @property
+    def ledger(self) -> LedgerState:
+        return self.state.ledger
+
+    @property
+    def turn(self) -> int:
+        return len(self.state.turns)
+
+    def snapshot(self) -> SimState:
+        """A deep copy of the session (history, ledger, perturbation counters)."""
+        return self.state.model_copy(deep=True)
+
+    def restore(self, snapshot: SimState) -> None:
+        self.state = snapshot.model_copy(deep=True)
+        self.domain = self.state.scenario.domain
+        self._rules = rules_for(self.domain)
+
+    def fork(self, *, session_id: str | None = None) -> SimEnv:
+        """A new session that continues from this one's current state (GRPO groups, look-ahead)."""
+        twin = SimEnv(
+            self.wm, self.state.scenario, perturbations=self.state.perturbations, config=self.config,
+            resample=self.resample, use_ledger=self.use_ledger, checks=self.checks,
+        )
+        twin.restore(self.snapshot())
+        twin.state.session_id = session_id or uuid.uuid4().hex[:12]
+        return twin
+
+    def messages_for(self, action: str, instructions: list[str] | None = None) -> list[dict[str, str]]:
+        """The chat messages the world model sees for ``action`` at this point."""
+        st = self.state
+        ledger_text = st.ledger.render() if self.use_ledger and not st.ledger.is_empty() else None
+        system = st.scenario.system_prompt(state=ledger_text, instructions=instructions)
+        return build_messages(system, [(t.action, t.observation) for t in st.turns], action)
+
+    def record(self, *, trajectory_id: str | None = None) -> Trajectory:
+        """The session so far as a Trajectory (provenance ``sim``; injections and conflicts
+        in each turn's metadata; the scenario in ``sim_scenario`` for replay)."""
+        st = self.state
+        turns = [
+            Turn(
+                action=t.action, observation=t.observation, reasoning=t.reasoning, duration_s=t.latency_s,
+                metadata={
+                    "injections": [i.model_dump() for i in t.injections],
+                    "conflicts": [c.model_dump() for c in t.conflicts],
+                    "resampled": t.resampled,
+                    **({"error": t.error} if t.error else {}),
+                },
+            )
+            for t in st.turns
+        ]
+        return Trajectory(
+            id=trajectory_id or f"sim-{st.session_id}",
+            domain=self.domain,
+            provenance=Provenance(source="sim", environment=f"sim/{self.wm.model_id}", task=st.scenario.id, seed=st.seed),
+            turns=turns,
+            sim_scenario=st.scenario.model_dump(mode="json"),
+            sim_perturbations=st.perturbations.model_dump(mode="json") if st.perturbations else None,
+            **self.context(),
+        )
+
+    # -- internals -----------------------------------------------------------------------
+    def _reset(self, seed: int | None, options: dict[str, Any] | None) -> Reset:
+        options = dict(options or {})
+        st = self.state
+        scenario = options.pop("scenario", None)
+        if scenario is not None:
+            st.scenario = scenario if isinstance(scenario, Scenario) else Scenario.model_validate(scenario)
+            self.domain = st.scenario.domain
+            self._rules = rules_for(self.domain)
+        if "perturbations" in options:
+            p = options.pop("perturbations")
+            st.perturbations = p if isinstance(p, PerturbationSpec) or p is None else PerturbationSpec.model_validate(p)
+        if options:
+            raise ValueError(f"unknown reset options: {', '.join(sorted(options))} (known: scenario, perturbations)")
+        st.seed = seed if seed is not None else st.seed
+        st.turns, st.ledger, st.fired, st.done = [], LedgerState(), {}, False
+        sc = st.scenario
+        first = sc.first_observation if sc.first_observation is not None else sc.task
+        # The first screen may already establish state (a terminal prompt's directory).
+        self._rules.update(st.ledger, "", first)
+        info = {"session_id": st.session_id, "task": sc.task, "domain": sc.domain, "tools": sc.tools or [], "max_turns": sc.max_turns}
+        return Reset(first, info)
+
+    def _prepare(self, action: str) -> tuple[list[dict[str, str]], list[Injection]]:
+        st = self.state
+        if st.done:
+            raise RuntimeError("the episode is over: call reset() before stepping again")
+        injections: list[Injection] = []
+        if st.perturbations is not None:
+            injections = st.perturbations.plan(session_seed=st.seed, turn=self.turn + 1, action=action, fired=st.fired)
+        semantic = [i.detail for i in injections if i.mode == "semantic"]
+        return self.messages_for(action, semantic), injections
+
+    def _resample_config(self, attempt: int) -> GenerationConfig:
+        base = self.wm.settings(self.config)
+        # Another seed (and some temperature if greedy) so the retry can differ; still a
+        # pure function of (session seed, turn, attempt) so replays reproduce it.
+        retry = GenerationConfig(
+            seed=(self.state.seed * 1_000_003 + self.turn * 101 + attempt) % 2**31,
+            temperature=base.temperature or 0.8,
+            n=1,
+        )
+        return (self.config or GenerationConfig()).merged(retry)
+
+    def _conflicts(self, action: str, pred: Prediction) -> list[Conflict]:
+        if not pred.ok or pred.observation is None:
+            return []
+        found = self._rules.check(self.state.ledger, action, pred.observation)
+        for check in self.checks:
+            found.extend(check(action, pred.observation))
+        return found
+
+    def _better(self, action: str, chosen: Prediction, conflicts: list[Conflict], cand: Prediction) -> tuple[Prediction, list[Conflict]]:
+        if not cand.ok:
+            return chosen, conflicts
+        cand_conflicts = self._conflicts(action, cand)
+        if not chosen.ok or len(cand_conflicts) < len(conflicts):
+            return cand, cand_conflicts
+        return chosen, conflicts
+
+    def _finish(self, action: str, pred: Prediction, conflicts: list[Conflict], tries: int, injections: list[Injection]) -> Step:
+        st = self.state
+        sc = st.scenario
+        error = pred.error or (None if pred.ok else f"prediction {pred.status.value}")
+        observation = pred.observation if pred.ok and pred.observation is not None else FAILED
+        if error is None:
+            for inj in injections:
+                if inj.mode == "mechanical" and st.perturbations is not None:
+                    params = st.perturbations.rules[inj.rule].merged_params()
+                    observation = apply_mechanical(sc.domain, observation, inj, params)
+            # The ledger learns from what the agent actually saw.
+            self._rules.update(st.ledger, action, observation)
+        turn = SimTurn(
+            action=action, observation=observation, reasoning=pred.reasoning, latency_s=pred.latency_s,
+            injections=injections, conflicts=conflicts, resampled=tries, error=error,
+        )
+        st.turns.append(turn)
+        success = error is None and sc.succeeded(observation)
+        truncated = error is not None or (not success and self.turn >= sc.max_turns)
+        st.done = success or truncated
+        info = {
+            "session_id": st.session_id,
+            "turn": self.turn,
+            "injections": [i.model_dump() for i in injections],
+            "ledger_conflicts": [c.model_dump() for c in conflicts],
+            "resampled": tries,
+            "cached": pred.cached,
+            "latency_s": pred.latency_s,
+            "error": error,
+        }
+        return Step(observation, 1.0 if success else 0.0, success, truncated, info)

@@ -1,0 +1,137 @@
+"""The state ledger: facts a simulated session has established, and checks against them.
+
+A world model forgets; the ledger does not. After each turn a domain's rules read the
+action and the accepted observation and record what became true (a file and its content,
+a deleted path, the working directory, an environment variable, a created id, a row, a
+memory entry). The ledger is rendered into the next prompt, and each new prediction is
+checked against it before it is accepted.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import posixpath
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Conflict(BaseModel):
+    """A prediction that contradicts what the session established."""
+
+    kind: str
+    """``file_content``, ``missing_file``, ``deleted_path``, ``cwd``, ``env_var``, ``deleted_id``,
+    ``memory``, ``page``..."""
+    key: str
+    expected: str
+    detail: str = ""
+
+
+class LedgerState(BaseModel):
+    """Everything established so far; plain data, so snapshots are deep copies."""
+
+    cwd: str | None = None
+    files: dict[str, str] = Field(default_factory=dict)
+    """Path -> content the session wrote (absolute paths)."""
+    dirs: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    ids: dict[str, str] = Field(default_factory=dict)
+    """Created id -> what created it (``tool_name``)."""
+    deleted_ids: list[str] = Field(default_factory=list)
+    rows: list[dict[str, Any]] = Field(default_factory=list)
+    """Records created through tools: ``{"tool":..., "arguments":..., "id":...}``."""
+    memory: dict[str, str] = Field(default_factory=dict)
+    pages: dict[str, str] = Field(default_factory=dict)
+    """URL -> the first extraction of its text, so later extractions agree."""
+
+    # -- helpers the domain rules share ---------------------------------------------
+    def abspath(self, path: str) -> str:
+        if not path.startswith("/") and not path.startswith("~"):
+            path = posixpath.join(self.cwd or "/", path)
+        return posixpath.normpath(path)
+
+    def write(self, path: str, content: str, *, append: bool = False) -> None:
+        path = self.abspath(path)
+        self.files[path] = (self.files.get(path, "") if append else "") + content
+        if path in self.deleted:
+            self.deleted.remove(path)
+
+    def delete(self, path: str) -> None:
+        path = self.abspath(path)
+        for known in [p for p in self.files if p == path or p.startswith(path.rstrip("/") + "/")]:
+            del self.files[known]
+        self.dirs = [d for d in self.dirs if not (d == path or d.startswith(path.rstrip("/") + "/"))]
+        if path not in self.deleted:
+            self.deleted.append(path)
+
+    def is_empty(self) -> bool:
+        return not any(getattr(self, f) for f in type(self).model_fields)
+
+    def render(self, *, max_chars: int = 4000) -> str:
+        """The ledger as prompt text: short lines the model can check itself against."""
+        lines: list[str] = []
+        if self.cwd:
+            lines.append(f"current directory: {self.cwd}")
+        for k, v in self.env.items():
+            lines.append(f"environment variable {k}={v}")
+        for path, content in self.files.items():
+            shown = content if len(content) <= 400 else content[:400] + f"... ({len(content)} chars)"
+            lines.append(f"file {path} contains: {json.dumps(shown, ensure_ascii=False)}")
+        for d in self.dirs:
+            lines.append(f"directory {d} exists")
+        for p in self.deleted:
+            lines.append(f"{p} was deleted and no longer exists")
+        for i, tool in self.ids.items():
+            lines.append(f"id {i} was created by {tool}")
+        for i in self.deleted_ids:
+            lines.append(f"id {i} was deleted")
+        for k, v in self.memory.items():
+            lines.append(f"memory[{k}] = {v}")
+        for url in self.pages:
+            lines.append(f"page {url} was already extracted (extract it identically)")
+        text = "\n".join(lines)
+        return text if len(text) <= max_chars else text[: max_chars - 20] + "\n... (older facts cut)"
+
+
+class DomainRules(abc.ABC):
+    """How one domain's actions and observations change and test the ledger."""
+
+    @abc.abstractmethod
+    def update(self, state: LedgerState, action: str, observation: str) -> None:
+        """Record what the accepted (action, observation) pair established."""
+
+    @abc.abstractmethod
+    def check(self, state: LedgerState, action: str, observation: str) -> list[Conflict]:
+        """Conflicts between a candidate observation and the ledger (before ``update``)."""
+
+
+class NoRules(DomainRules):
+    """Domains without extraction rules yet (GUI domains): nothing recorded, nothing flagged."""
+
+    def update(self, state: LedgerState, action: str, observation: str) -> None:
+        return None
+
+    def check(self, state: LedgerState, action: str, observation: str) -> list[Conflict]:
+        return []
+
+
+def parse_tool_call(action: str) -> tuple[str, dict[str, Any]] | None:
+    """``(name, arguments)`` of a JSON tool-call action, or None when it is not one."""
+    try:
+        data = json.loads(action)
+    except (json.JSONDecodeError, TypeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    name = data.get("name") or data.get("tool")
+    args = data.get("arguments", data.get("args", {}))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            args = {"input": args}
+    if not isinstance(name, str) or not isinstance(args, dict):
+        return None
+    return name, args

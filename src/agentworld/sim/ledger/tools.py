@@ -1,0 +1,115 @@
+"""Ledger rules for tool-call domains (mcp, swe): files, created ids, rows, memory.
+
+Tools are recognised by their names and argument names, not by a fixed catalogue, so the
+rules work for any declared tool set: a tool whose name says write/create/edit with a path
+and content writes a file; create/add/insert returns an id; delete/remove forgets one;
+read/get/view of a known file or id must agree with what was written or deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agentworld.sim.ledger.base import Conflict, DomainRules, LedgerState, parse_tool_call
+
+_WRITE = re.compile(r"write|create_file|save|put_file|overwrite", re.I)
+_READ = re.compile(r"read|view|get_file|cat|open", re.I)
+_CREATE = re.compile(r"create|add|insert|new|post|open_issue|make", re.I)
+_DELETE = re.compile(r"delete|remove|drop|destroy|archive", re.I)
+_MEMORY = re.compile(r"memory|remember|store|note", re.I)
+_NOT_FOUND = re.compile(r"not found|no such|does not exist|ENOENT|404|unknown id", re.I)
+_PATH_KEYS = ("path", "file_path", "filepath", "filename", "file")
+_CONTENT_KEYS = ("content", "contents", "text", "file_text", "data", "body")
+_ID_KEYS = ("id", "uid", "uuid", "key", "number", "issue_number", "record_id")
+
+
+def _first(args: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((args[k] for k in keys if k in args and args[k] not in (None, "")), None)
+
+
+def result_payload(observation: str) -> tuple[Any, bool]:
+    """The JSON of a tool result (MCP envelope unwrapped where possible) and its isError flag."""
+    try:
+        data = json.loads(observation)
+    except (json.JSONDecodeError, TypeError):
+        return observation, bool(re.match(r"\s*error", observation, re.I))
+    if isinstance(data, dict) and "content" in data and isinstance(data["content"], list):
+        is_error = bool(data.get("isError"))
+        if "structuredContent" in data:
+            return data["structuredContent"], is_error
+        texts = [c.get("text", "") for c in data["content"] if isinstance(c, dict)]
+        text = "\n".join(texts)
+        try:
+            return json.loads(text), is_error
+        except json.JSONDecodeError:
+            return text, is_error
+    return data, False
+
+
+def _ids_in(payload: Any) -> list[str]:
+    if isinstance(payload, dict):
+        return [str(payload[k]) for k in _ID_KEYS if k in payload and isinstance(payload[k], str | int)]
+    if isinstance(payload, str):
+        m = re.search(r"\b(?:id|ID|Id)[\s:=#]+[\"']?([\w-]+)", payload)
+        return [m.group(1)] if m else []
+    return []
+
+
+class ToolRules(DomainRules):
+    def update(self, state: LedgerState, action: str, observation: str) -> None:
+        call = parse_tool_call(action)
+        if call is None:
+            return
+        name, args = call
+        payload, is_error = result_payload(observation)
+        if is_error:
+            return
+        path, content = _first(args, _PATH_KEYS), _first(args, _CONTENT_KEYS)
+        if isinstance(path, str) and isinstance(content, str) and _WRITE.search(name):
+            state.write(path, content)
+        elif isinstance(path, str) and _DELETE.search(name):
+            state.delete(path)
+        elif _MEMORY.search(name) and "key" in args and "value" in args:
+            state.memory[str(args["key"])] = str(args["value"])
+        elif _DELETE.search(name) and (ident := _first(args, _ID_KEYS)) is not None:
+            state.ids.pop(str(ident), None)
+            if str(ident) not in state.deleted_ids:
+                state.deleted_ids.append(str(ident))
+        elif _CREATE.search(name):
+            for ident in _ids_in(payload):
+                state.ids[ident] = name
+                state.rows.append({"tool": name, "arguments": args, "id": ident})
+
+    def check(self, state: LedgerState, action: str, observation: str) -> list[Conflict]:
+        call = parse_tool_call(action)
+        if call is None:
+            return []
+        name, args = call
+        payload, is_error = result_payload(observation)
+        text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+        path = _first(args, _PATH_KEYS)
+        found: list[Conflict] = []
+        if isinstance(path, str) and _READ.search(name) and not _WRITE.search(name):
+            p = state.abspath(path)
+            if p in state.files:
+                if is_error or _NOT_FOUND.search(text):
+                    found.append(Conflict(kind="missing_file", key=p, expected="exists", detail="written earlier, reported missing"))
+                else:
+                    lost = [ln for ln in state.files[p].splitlines() if ln.strip() and ln.strip() not in observation and ln.strip() not in text]
+                    if lost:
+                        found.append(Conflict(kind="file_content", key=p, expected=state.files[p][:200], detail=f"{len(lost)} written line(s) absent"))
+            elif p in state.deleted and not (is_error or _NOT_FOUND.search(text)):
+                found.append(Conflict(kind="deleted_path", key=p, expected="an error: no such file"))
+        ident = _first(args, _ID_KEYS)
+        if ident is not None and not _CREATE.search(name) and not _DELETE.search(name):
+            if str(ident) in state.deleted_ids and not (is_error or _NOT_FOUND.search(text)):
+                found.append(Conflict(kind="deleted_id", key=str(ident), expected="an error: not found"))
+            elif str(ident) in state.ids and (is_error and _NOT_FOUND.search(text)):
+                found.append(Conflict(kind="missing_id", key=str(ident), expected=f"exists (created by {state.ids[str(ident)]})"))
+        if _MEMORY.search(name) and "key" in args and "value" not in args:
+            key = str(args["key"])
+            if key in state.memory and state.memory[key] not in text:
+                found.append(Conflict(kind="memory", key=key, expected=state.memory[key]))
+        return found

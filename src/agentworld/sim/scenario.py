@@ -1,0 +1,120 @@
+"""What a simulated episode is about: the scenario a world model plays out.
+
+A scenario holds the published controllable-simulation parts (task, tool schemas,
+initial state, hidden environment summary, simulation instructions, the end state that
+counts as success) and turns them into the system prompt for each turn. The hidden
+summary is shown to the world model only, never to the agent.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agentworld.domains import domain_of_task
+from agentworld.prompts import build_system_prompt
+from agentworld.trajectory import Trajectory
+
+
+class Scenario(BaseModel):
+    """One simulated environment: everything the world model needs besides the actions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = "scenario"
+    domain: str
+    task: str = ""
+    """What the agent is asked to do (shown to agent and world model)."""
+    action_space: str | None = None
+    """Action-space text; None means the domain's default."""
+    tools: list[dict[str, Any]] | None = None
+    """Tool schemas (mcp, swe, search): the tools that exist in this environment."""
+    initial_state: str | None = None
+    """State known before the first action (OS, files, DB contents)."""
+    hidden_summary: str | None = None
+    """Facts only the simulator knows (DB rows, permissions); consistent answers rely on it."""
+    demonstrations: str | None = None
+    simulation_instruction: str | None = None
+    """Standing instruction for every turn (per-turn ones come from perturbations)."""
+    success_state: str | None = None
+    """The end state that counts as success, in words (shown to the world model)."""
+    success_patterns: list[str] = Field(default_factory=list)
+    """Regular expressions; when all match the latest observation the episode succeeds."""
+    first_observation: str | None = None
+    """What ``reset`` shows the agent; defaults to the task text."""
+    max_turns: int = 30
+
+    @field_validator("domain")
+    @classmethod
+    def _known_domain(cls, v: str) -> str:
+        return domain_of_task(v)
+
+    @field_validator("success_patterns")
+    @classmethod
+    def _patterns_compile(cls, v: list[str]) -> list[str]:
+        for p in v:
+            re.compile(p)
+        return v
+
+    @classmethod
+    def from_trajectory(cls, traj: Trajectory, **overrides: Any) -> Scenario:
+        """A scenario that reproduces a recorded episode's context (actions come separately)."""
+        hidden = getattr(traj, "hidden_summary", None)
+        fields: dict[str, Any] = {
+            "id": traj.id,
+            "domain": traj.domain,
+            "task": traj.task_description,
+            "action_space": traj.action_space,
+            "tools": traj.tools,
+            "initial_state": traj.initial_state,
+            "hidden_summary": hidden if isinstance(hidden, str) else None,
+            "demonstrations": traj.demonstrations,
+            "simulation_instruction": traj.simulation_instruction,
+            "max_turns": max(30, len(traj.turns)),
+        }
+        fields.update(overrides)
+        return cls(**fields)
+
+    def system_prompt(self, *, state: str | None = None, instructions: list[str] | None = None) -> str:
+        """The system prompt for one turn: ``state`` is the session's established state,
+        ``instructions`` the turn's extra simulation instructions."""
+        initial = "\n\n".join(
+            p
+            for p in (
+                self.initial_state,
+                f"Hidden environment facts (the agent cannot see these; stay consistent with them):\n{self.hidden_summary}"
+                if self.hidden_summary
+                else None,
+                f"Established so far in this session (stay consistent with it):\n{state}" if state else None,
+            )
+            if p
+        )
+        sim = [self.simulation_instruction] if self.simulation_instruction else []
+        if self.success_state:
+            sim.append(f"When the agent reaches this end state, show it faithfully: {self.success_state}")
+        sim.extend(instructions or [])
+        return build_system_prompt(
+            self.domain,
+            task_description=self.task,
+            action_space=self.action_space,
+            tools=self.tools,
+            initial_state=initial or None,
+            demonstrations=self.demonstrations,
+            simulation_instruction="\n".join(f"- {s}" for s in sim) if sim else None,
+        )
+
+    def succeeded(self, observation: str) -> bool:
+        return bool(self.success_patterns) and all(re.search(p, observation) for p in self.success_patterns)
+
+    def trajectory_context(self) -> dict[str, Any]:
+        """The scenario as Trajectory context fields (for recording a simulated episode)."""
+        return {
+            "task_description": self.task,
+            "action_space": self.action_space,
+            "tools": self.tools,
+            "initial_state": self.initial_state,
+            "demonstrations": self.demonstrations,
+            "simulation_instruction": self.simulation_instruction,
+        }
