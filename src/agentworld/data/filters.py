@@ -1,0 +1,251 @@
+"""Trajectory filters for every training stage (SPEC section 5), each one counted.
+
+Per turn:
+- an empty action (blank, ``{}``, ``[]``, ``null``) is removed: nothing was done, so
+  the state chain reads the same without it;
+- a GUI turn whose state did not change (same observation as the turn before, up to
+  whitespace) is removed for the same reason;
+- a retry cycle (garbage action -> "not understood" error -> retry of nearly the same
+  action) keeps the garbage turn in the input but drops its loss
+  (``metadata["skip_loss"]``); errors of well-formed actions (a missing file) stay.
+Per trajectory (the first matching reason is counted):
+- a GUI trajectory hit by an environment failure is dropped;
+- an mcp/swe trajectory calling a tool it did not declare is dropped;
+- fewer than 2 turns (after the turn filters) is dropped.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentworld.domains import get_domain
+from agentworld.trajectory import Trajectory, Turn
+
+SKIP_LOSS = "skip_loss"
+"""Turn metadata key: set (to the reason) when a turn stays as context but leaves the loss."""
+
+_EMPTY_ACTIONS = {"", "{}", "[]", "null", '""', "''", "none"}
+
+# Lines environments print when an action failed. Anchored on wording, not on the
+# domain, because retries happen in every text domain.
+ERROR_PATTERNS = tuple(
+    re.compile(p, re.IGNORECASE | re.MULTILINE)
+    for p in (
+        r"command not found",
+        r"no such file or directory",
+        r"^traceback \(most recent call last\)",
+        r"^\w*(error|exception)\b.*:",
+        r"^error\b",
+        r"\berrno \d+",
+        r"permission denied",
+        r"syntax error",
+        r"invalid (argument|option|syntax|json|arguments|parameter)",
+        r"unknown (tool|command|option)",
+        r"\"iserror\":\s*true",
+        r"usage: ",
+    )
+)
+
+# Errors that say the action itself was not understood (as opposed to a well-formed
+# action failing on the state, e.g. a missing file, which is worth learning).
+REJECTED_PATTERNS = tuple(
+    re.compile(p, re.IGNORECASE | re.MULTILINE)
+    for p in (
+        r"command not found",
+        r"syntax error",
+        r"invalid (argument|option|syntax|json|arguments|parameter|input|action)",
+        r"unknown (tool|command|option|action)",
+        r"usage: ",
+        r"validation error",
+        r"missing (required|\d+ required)",
+        r"(parse|parsing|decode) error",
+        r"malformed",
+        r"unexpected (token|eof|end of)",
+        r"unrecognized (arguments|option)",
+    )
+)
+
+# Environment-side failures of GUI environments (browser, desktop, device), as opposed
+# to the agent's mistakes, which are legitimate observations.
+ENV_FAILURE_PATTERNS = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"net::err_",
+        r"target (page|context|browser).{0,40}(closed|crashed)",
+        r"browser has (been )?(closed|disconnected)",
+        r"timeout \d+ ?ms exceeded",
+        r"device (offline|not found)",
+        r"adb: (error|device)",
+        r"accessibility tree (unavailable|could not be read)",
+        r"x11 connection (broke|refused)",
+        r"cannot open display",
+    )
+)
+
+
+def is_empty_action(action: str) -> bool:
+    return action.strip().lower() in _EMPTY_ACTIONS
+
+
+def is_error(observation: str) -> bool:
+    """Whether an observation reports that the action failed."""
+    return any(p.search(observation) for p in ERROR_PATTERNS)
+
+
+def is_rejected(observation: str) -> bool:
+    """Whether an observation says the action was malformed (the garbage of a retry cycle)."""
+    return any(p.search(observation) for p in REJECTED_PATTERNS)
+
+
+def env_failure(turn: Turn) -> str | None:
+    """Why a GUI turn counts as an environment failure, or None."""
+    flag = turn.metadata.get("env_failure") or turn.metadata.get("env_error")
+    if flag:
+        return str(flag)
+    if not turn.observation.strip():
+        return "empty observation"
+    for p in ENV_FAILURE_PATTERNS:
+        m = p.search(turn.observation)
+        if m:
+            return m.group(0)
+    return None
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def declared_tools(tools: list[dict[str, Any]] | None) -> set[str]:
+    """Tool names from MCP-style (``name``) or OpenAI-style (``function.name``) schemas."""
+    names = set()
+    for t in tools or []:
+        name = t.get("name") or (t.get("function") or {}).get("name")
+        if name:
+            names.add(str(name))
+    return names
+
+
+def called_tools(action: str) -> list[str | None]:
+    """Tool names an action calls; None for a call whose name cannot be read."""
+    try:
+        value = json.loads(action)
+    except json.JSONDecodeError:
+        return [None]
+    calls = value if isinstance(value, list) else [value]
+    names: list[str | None] = []
+    for c in calls:
+        if not isinstance(c, dict):
+            names.append(None)
+            continue
+        fn = c.get("function") if isinstance(c.get("function"), dict) else {}
+        name = c.get("name") or c.get("tool") or c.get("tool_name") or fn.get("name")
+        names.append(str(name) if name else None)
+    return names
+
+
+def is_retry(garbage: str, retry: str, *, similarity: float = 0.6) -> bool:
+    """Whether ``retry`` redoes ``garbage`` (nearly the same text, not identical)."""
+    if garbage == retry:
+        return True
+    return difflib.SequenceMatcher(None, garbage, retry, autojunk=False).ratio() >= similarity
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    """Switches and thresholds of the filters (all on by default)."""
+
+    min_turns: int = 2
+    drop_empty_actions: bool = True
+    drop_no_change_gui_turns: bool = True
+    drop_gui_env_failures: bool = True
+    drop_undeclared_tools: bool = True
+    skip_retry_cycles: bool = True
+    retry_similarity: float = 0.6
+
+
+@dataclass
+class FilterReport:
+    """Counts per domain: trajectories in/kept/dropped by reason, turns removed or loss-skipped."""
+
+    counts: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+
+    def add(self, domain: str, key: str, n: int = 1) -> None:
+        self.counts[domain][key] += n
+
+    def total(self, key: str) -> int:
+        return sum(c[key] for c in self.counts.values())
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        return {d: dict(c) for d, c in sorted(self.counts.items())}
+
+
+def filter_trajectory(
+    traj: Trajectory, config: FilterConfig, report: FilterReport
+) -> Trajectory | None:
+    """The filtered copy of ``traj`` (turns removed or marked), or None when it is dropped."""
+    spec = get_domain(traj.domain)
+    d = traj.domain
+    report.add(d, "trajectories_in")
+    report.add(d, "turns_in", len(traj.turns))
+    kept: list[Turn] = []
+    for turn in traj.turns:
+        if config.drop_empty_actions and is_empty_action(turn.action):
+            report.add(d, "turns_removed_empty_action")
+            continue
+        if (
+            config.drop_no_change_gui_turns
+            and spec.gui
+            and kept
+            and _normalise(kept[-1].observation) == _normalise(turn.observation)
+        ):
+            report.add(d, "turns_removed_no_change")
+            continue
+        kept.append(turn.model_copy(deep=True))
+
+    reason = _drop_reason(traj, kept, config, spec.gui, spec.tools_define_actions)
+    if reason:
+        report.add(d, f"dropped_{reason}")
+        return None
+
+    if config.skip_retry_cycles:
+        for prev, nxt in zip(kept, kept[1:]):
+            if is_rejected(prev.observation) and is_retry(prev.action, nxt.action, similarity=config.retry_similarity):
+                prev.metadata[SKIP_LOSS] = "retry_cycle"
+                report.add(d, "turns_loss_skipped_retry")
+    report.add(d, "trajectories_kept")
+    report.add(d, "turns_kept", len(kept))
+    return traj.model_copy(update={"turns": kept})
+
+
+def _drop_reason(traj: Trajectory, kept: list[Turn], config: FilterConfig, gui: bool, tools: bool) -> str | None:
+    if config.drop_gui_env_failures and gui and any(env_failure(t) for t in kept):
+        return "env_failure"
+    if config.drop_undeclared_tools and tools:
+        declared = declared_tools(traj.tools)
+        if any(name not in declared for t in kept for name in called_tools(t.action)):
+            return "undeclared_tool"
+    if len(kept) < config.min_turns:
+        return "too_few_turns"
+    return None
+
+
+def filter_trajectories(
+    trajectories: Iterable[Trajectory], config: FilterConfig | None = None, report: FilterReport | None = None
+) -> Iterator[Trajectory]:
+    """Filtered trajectories; counts go into ``report`` (pass one in to read them)."""
+    config = config or FilterConfig()
+    report = report if report is not None else FilterReport()
+    for traj in trajectories:
+        out = filter_trajectory(traj, config, report)
+        if out is not None:
+            yield out
+
+
+def loss_skipped(turn: Turn) -> bool:
+    return bool(turn.metadata.get(SKIP_LOSS))

@@ -1,0 +1,263 @@
+"""Turn-level loss masking for CPT (SPEC section 5).
+
+Every turn gets four statistics over the lowercased, deduplicated word sets A (action)
+and O (observation): overlap OL = |A∩O|/|A|, novelty NOV = |O\\A|/|O|, jaccard
+JAC = |A∩O|/|A∪O| (stored for analysis only) and the character length ratio
+R = len(observation)/len(action). The first matching rule names the turn's category,
+and the category's keep rate is the share of such turns whose tokens stay in the loss:
+
+    echo        OL>=0.7 and NOV<0.3                         5%
+    boilerplate OL>=0.5 and NOV<0.5                        10%
+    expansion   OL>=0.5 and NOV>=0.5 and R>1.5            100%
+    retrieval   NOV>=0.6 and R>1                          100%
+    action      NOV>=0.5 and (R<=1 or short observation)  100%
+    transform   NOV<0.5 and R<1                            50%
+    other                                                 100%
+
+A partial keep is decided per turn by a seeded hash of (trajectory id, turn index), so
+the same turn gets the same decision in every run, worker count and order. Masked turns
+stay in the input as context; only their loss is dropped.
+
+Words are maximal runs of Unicode word characters (``\\w+``), so JSON punctuation and
+shell quoting around a token do not hide it (``"nums.txt\\n"`` shares ``nums``/``txt``
+with the observation). Empty sets give 0 for the ratio they would divide, and an empty
+action gives R = len(observation) (as if the action were one character long).
+
+The rules run on numpy arrays over whole batches; word sets are built per turn (set
+operations run in C) and batches are spread over worker processes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+from agentworld.seeding import unit_hash
+
+SHORT_OBSERVATION_CHARS = 40
+"""An observation shorter than this many characters is "short" (action rule)."""
+
+_WORD = re.compile(r"\w+")
+
+
+class Category(IntEnum):
+    """Turn categories in rule order (the first matching rule wins)."""
+
+    echo = 0
+    boilerplate = 1
+    expansion = 2
+    retrieval = 3
+    action = 4
+    transform = 5
+    other = 6
+
+
+KEEP_RATE: dict[Category, float] = {
+    Category.echo: 0.05,
+    Category.boilerplate: 0.10,
+    Category.expansion: 1.0,
+    Category.retrieval: 1.0,
+    Category.action: 1.0,
+    Category.transform: 0.5,
+    Category.other: 1.0,
+}
+_KEEP_ARRAY = np.array([KEEP_RATE[c] for c in Category], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class TurnStats:
+    """The statistics of one turn (see the module docstring)."""
+
+    ol: float
+    nov: float
+    jac: float
+    r: float
+    action_chars: int
+    obs_chars: int
+
+    @property
+    def short(self) -> bool:
+        return self.obs_chars < SHORT_OBSERVATION_CHARS
+
+
+def words(text: str) -> set[str]:
+    """The lowercased, deduplicated word set of ``text``."""
+    return set(_WORD.findall(text.lower()))
+
+
+def turn_stats(action: str, observation: str) -> TurnStats:
+    a, o = words(action), words(observation)
+    inter = len(a & o)
+    union = len(a) + len(o) - inter
+    return TurnStats(
+        ol=inter / len(a) if a else 0.0,
+        nov=(len(o) - inter) / len(o) if o else 0.0,
+        jac=inter / union if union else 0.0,
+        r=len(observation) / max(len(action), 1),
+        action_chars=len(action),
+        obs_chars=len(observation),
+    )
+
+
+def classify(ol: np.ndarray, nov: np.ndarray, r: np.ndarray, obs_chars: np.ndarray) -> np.ndarray:
+    """Category codes (``Category`` values, int8) for arrays of turn statistics."""
+    short = obs_chars < SHORT_OBSERVATION_CHARS
+    conditions = [
+        (ol >= 0.7) & (nov < 0.3),
+        (ol >= 0.5) & (nov < 0.5),
+        (ol >= 0.5) & (nov >= 0.5) & (r > 1.5),
+        (nov >= 0.6) & (r > 1),
+        (nov >= 0.5) & ((r <= 1) | short),
+        (nov < 0.5) & (r < 1),
+    ]
+    # np.select takes the first true condition: exactly the rule precedence.
+    codes = [int(c) for c in list(Category)[:-1]]
+    return np.select(conditions, codes, default=int(Category.other)).astype(np.int8)
+
+
+def categorize(stats: TurnStats) -> Category:
+    """The category of one turn (the batch rules applied to a batch of one)."""
+    code = classify(
+        np.array([stats.ol]), np.array([stats.nov]), np.array([stats.r]), np.array([stats.obs_chars])
+    )[0]
+    return Category(int(code))
+
+
+def keep_draw(seed: int, trajectory_id: str, turn_idx: int) -> float:
+    """The per-turn number in [0, 1) compared with the category's keep rate."""
+    return unit_hash(seed, "loss-keep", trajectory_id, turn_idx)
+
+
+def keep_turn(seed: int, trajectory_id: str, turn_idx: int, category: Category) -> bool:
+    """Whether a turn's tokens stay in the loss (turn_idx is 1-based)."""
+    return keep_draw(seed, trajectory_id, turn_idx) < KEEP_RATE[category]
+
+
+@dataclass
+class MaskBatch:
+    """Column arrays for a batch of turns, in input order."""
+
+    ol: np.ndarray
+    nov: np.ndarray
+    jac: np.ndarray
+    r: np.ndarray
+    action_chars: np.ndarray
+    obs_chars: np.ndarray
+    category: np.ndarray
+    keep: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.category)
+
+    @staticmethod
+    def concat(parts: Sequence[MaskBatch]) -> MaskBatch:
+        if not parts:
+            return _compute([], 0)
+        names = MaskBatch.__dataclass_fields__
+        return MaskBatch(**{n: np.concatenate([getattr(p, n) for p in parts]) for n in names})
+
+
+TurnKey = tuple[str, int, str, str]
+"""(trajectory id, 1-based turn index, action, observation)."""
+
+
+def _compute(items: Sequence[TurnKey], seed: int) -> MaskBatch:
+    n = len(items)
+    inter = np.empty(n, dtype=np.int64)
+    na = np.empty(n, dtype=np.int64)
+    no = np.empty(n, dtype=np.int64)
+    ac = np.empty(n, dtype=np.int64)
+    oc = np.empty(n, dtype=np.int64)
+    draws = np.empty(n, dtype=np.float64)
+    findall = _WORD.findall
+    for i, (tid, idx, action, obs) in enumerate(items):
+        a = set(findall(action.lower()))
+        o = set(findall(obs.lower()))
+        inter[i] = len(a & o)
+        na[i], no[i] = len(a), len(o)
+        ac[i], oc[i] = len(action), len(obs)
+        draws[i] = keep_draw(seed, tid, idx)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ol = np.where(na > 0, inter / np.maximum(na, 1), 0.0)
+        nov = np.where(no > 0, (no - inter) / np.maximum(no, 1), 0.0)
+        union = na + no - inter
+        jac = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
+    r = oc / np.maximum(ac, 1)
+    category = classify(ol, nov, r, oc)
+    keep = draws < _KEEP_ARRAY[category]
+    return MaskBatch(ol, nov, jac, r, ac, oc, category, keep)
+
+
+def _chunks(items: Iterable[TurnKey], size: int) -> Iterator[list[TurnKey]]:
+    buf: list[TurnKey] = []
+    for item in items:
+        buf.append(item)
+        if len(buf) >= size:
+            yield buf
+            buf = []
+    if buf:
+        yield buf
+
+
+def resolve_workers(workers: int | None) -> int:
+    """``None`` or 0 means every core this process may use."""
+    if workers and workers > 0:
+        return workers
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+def mask_turns(
+    items: Iterable[TurnKey],
+    *,
+    seed: int = 0,
+    workers: int | None = 1,
+    chunk_size: int = 20_000,
+    on_chunk: Callable[[int], None] | None = None,
+) -> MaskBatch:
+    """Statistics, categories and keep decisions for many turns, in input order.
+
+    ``workers`` > 1 spreads chunks over processes (0/None: all cores); results do not
+    depend on the worker count. ``on_chunk(n)`` is called after each chunk of n turns.
+    """
+    n_workers = resolve_workers(workers)
+    parts: list[MaskBatch] = []
+    if n_workers == 1:
+        for chunk in _chunks(items, chunk_size):
+            parts.append(_compute(chunk, seed))
+            if on_chunk:
+                on_chunk(len(chunk))
+        return MaskBatch.concat(parts)
+    # Bounded in-flight window: input is streamed, never held whole in memory.
+    with ProcessPoolExecutor(max_workers=n_workers) as pool:
+        pending: deque[Future[MaskBatch]] = deque()
+        for chunk in _chunks(items, chunk_size):
+            pending.append(pool.submit(_compute, chunk, seed))
+            if len(pending) >= 2 * n_workers:
+                _collect(pending.popleft(), parts, on_chunk)
+        while pending:
+            _collect(pending.popleft(), parts, on_chunk)
+    return MaskBatch.concat(parts)
+
+
+def _collect(fut: Future[MaskBatch], parts: list[MaskBatch], on_chunk: Callable[[int], None] | None) -> None:
+    part = fut.result()
+    parts.append(part)
+    if on_chunk:
+        on_chunk(len(part))
+
+
+def trajectory_turn_keys(trajectories: Iterable) -> Iterator[TurnKey]:
+    """Flatten trajectories into (id, 1-based turn index, action, observation) items."""
+    for traj in trajectories:
+        for i, turn in enumerate(traj.turns, start=1):
+            yield traj.id, i, turn.action, turn.observation

@@ -1,0 +1,152 @@
+"""Train/test split by trajectory (never by turn), with a leakage check.
+
+Two trajectories are near-duplicates when the Jaccard similarity of their turn
+fingerprint sets reaches ``near_duplicate`` (a fingerprint is a hash of the
+whitespace-normalised, lowercased action and observation). Near-duplicates are grouped
+(union-find) and a whole group goes to one side, chosen by a seeded hash of the group's
+smallest id, so adding trajectories never moves the others. :func:`check_leakage` then
+verifies a split independently: no trajectory id on both sides and no test trajectory
+with a near-duplicate in train. Shared single turns (``pwd`` -> ``/workspace``) are
+counted for information; they are the environment's vocabulary, not leakage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agentworld.seeding import unit_hash
+from agentworld.trajectory import Trajectory
+
+
+def turn_fingerprint(action: str, observation: str) -> bytes:
+    text = " ".join(action.lower().split()) + "\x1e" + " ".join(observation.lower().split())
+    return hashlib.blake2b(text.encode(), digest_size=8).digest()
+
+
+def fingerprints(traj: Trajectory) -> frozenset[bytes]:
+    return frozenset(turn_fingerprint(t.action, t.observation) for t in traj.turns)
+
+
+def near_duplicate_pairs(
+    fps: Sequence[frozenset[bytes]], threshold: float, *, max_df: int = 200
+) -> list[tuple[int, int, float]]:
+    """Index pairs (i < j) whose fingerprint Jaccard is >= threshold.
+
+    Candidates come from an inverted index; fingerprints shared by more than ``max_df``
+    trajectories are environment vocabulary and do not propose candidates (they still
+    count in the Jaccard of pairs proposed by rarer turns).
+    """
+    index: dict[bytes, list[int]] = defaultdict(list)
+    for i, fp in enumerate(fps):
+        for f in fp:
+            index[f].append(i)
+    pairs = []
+    for i, fp in enumerate(fps):
+        shared: dict[int, int] = defaultdict(int)
+        for f in fp:
+            posting = index[f]
+            if len(posting) > max_df:
+                continue
+            for j in posting:
+                if j > i:
+                    shared[j] += 1
+        for j in shared:
+            inter = len(fp & fps[j])
+            union = len(fp | fps[j])
+            jac = inter / union if union else 0.0
+            if jac >= threshold:
+                pairs.append((i, j, jac))
+    return pairs
+
+
+class _UnionFind:
+    def __init__(self, n: int):
+        self.parent = list(range(n))
+
+    def find(self, x: int) -> int:
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+@dataclass
+class Split:
+    train: list[Trajectory]
+    test: list[Trajectory]
+    groups_merged: int = 0
+    """Near-duplicate trajectories kept on the side of their group."""
+
+
+def split_trajectories(
+    trajectories: Sequence[Trajectory], *, test_fraction: float = 0.1, seed: int = 0, near_duplicate: float = 0.8
+) -> Split:
+    """Seeded split by trajectory; near-duplicate groups never straddle the sides."""
+    if not 0 <= test_fraction <= 1:
+        raise ValueError(f"test_fraction must be in [0, 1], got {test_fraction}")
+    fps = [fingerprints(t) for t in trajectories]
+    uf = _UnionFind(len(trajectories))
+    pairs = near_duplicate_pairs(fps, near_duplicate)
+    for i, j, _ in pairs:
+        uf.union(i, j)
+    # Identical ids are one trajectory written twice: they must land together too.
+    first_by_id: dict[str, int] = {}
+    for i, t in enumerate(trajectories):
+        if t.id in first_by_id:
+            uf.union(first_by_id[t.id], i)
+        else:
+            first_by_id[t.id] = i
+    group_key: dict[int, str] = {}
+    for i, t in enumerate(trajectories):
+        root = uf.find(i)
+        group_key[root] = min(group_key.get(root, t.id), t.id)
+    out = Split([], [])
+    for i, t in enumerate(trajectories):
+        root = uf.find(i)
+        side = out.test if unit_hash(seed, "split", group_key[root]) < test_fraction else out.train
+        side.append(t)
+        if root != i:
+            out.groups_merged += 1
+    return out
+
+
+@dataclass
+class LeakageReport:
+    shared_ids: list[str] = field(default_factory=list)
+    near_duplicates: list[tuple[str, str, float]] = field(default_factory=list)
+    """(test id, train id, jaccard) pairs above the threshold."""
+    shared_turns: int = 0
+    """Test turns whose exact fingerprint also occurs in train (informational)."""
+    test_turns: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.shared_ids and not self.near_duplicates
+
+
+def check_leakage(
+    train: Sequence[Trajectory], test: Sequence[Trajectory], *, near_duplicate: float = 0.8
+) -> LeakageReport:
+    """Check a split: no id on both sides, no test trajectory with a near-duplicate in train."""
+    report = LeakageReport()
+    train_ids = {t.id for t in train}
+    report.shared_ids = sorted({t.id for t in test} & train_ids)
+    train_fps = [fingerprints(t) for t in train]
+    test_fps = [fingerprints(t) for t in test]
+    all_train_turns = frozenset().union(*train_fps) if train_fps else frozenset()
+    for fp in test_fps:
+        report.test_turns += len(fp)
+        report.shared_turns += len(fp & all_train_turns)
+    n_train = len(train_fps)
+    for i, j, jac in near_duplicate_pairs(train_fps + test_fps, near_duplicate):
+        if i < n_train <= j:
+            report.near_duplicates.append((test[j - n_train].id, train[i].id, jac))
+    return report
