@@ -1,0 +1,200 @@
+"""Run many recording episodes in parallel: the loop behind every ``agentworld collect``.
+
+Each :class:`EpisodeJob` becomes one trajectory. Jobs run on a bounded pool of worker
+threads (episodes spend their time waiting on sandboxes, servers or model endpoints);
+finished trajectories are appended to one JSONL file as they arrive, so a killed run
+resumes where it stopped: jobs whose id is already in the file are skipped. A job that
+raises is recorded (with its error) in ``<out>.failures.jsonl`` and counted, never
+dropped silently, and is tried again on the next run. Trajectories of held-out jobs
+(``split == "test"``) become AgentWorldBench samples in ``<bench_dir>/<domain>_test.jsonl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentworld.bench.select import TurnPolicy, trajectories_to_samples
+from agentworld.jsonl import JsonlAppender, write_jsonl
+from agentworld.trajectory import Provenance, Trajectory, read_trajectories
+
+
+@dataclass(frozen=True)
+class EpisodeJob:
+    """One episode to record. ``job_id`` must be stable across runs (it is the resume key)."""
+
+    job_id: str
+    seed: int
+    split: str = "train"
+    """``train`` or ``test``; test-split trajectories become benchmark samples."""
+    task: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CollectionReport:
+    """What a collection run did; ``failed`` jobs are listed with their errors."""
+
+    out: Path
+    total: int = 0
+    done: int = 0
+    skipped: int = 0
+    """Jobs already recorded by an earlier run."""
+    failed: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    bench_files: dict[str, int] = field(default_factory=dict)
+    """Benchmark file -> number of samples written."""
+    elapsed_s: float = 0.0
+
+    @property
+    def episodes_per_minute(self) -> float:
+        return 60.0 * self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+RunOne = Callable[[EpisodeJob], "Trajectory | Any"]
+
+
+def failures_path(out: Path) -> Path:
+    return out.with_name(out.name.removesuffix(".jsonl") + ".failures.jsonl")
+
+
+def recorded_job_ids(out: Path) -> set[str]:
+    """Job ids already in ``out`` (bad lines are ignored: their jobs run again)."""
+    if not out.exists():
+        return set()
+    return {_job_id(t) for t in read_trajectories(out)}
+
+
+def run_collection(
+    jobs: Iterable[EpisodeJob],
+    run_one: RunOne,
+    *,
+    out: str | Path,
+    workers: int = 2,
+    bench_dir: str | Path | None = None,
+    desc: str = "episodes",
+    policy: TurnPolicy | str = TurnPolicy.spread,
+    show_progress: bool = True,
+) -> CollectionReport:
+    """Record every job not yet in ``out`` with ``run_one`` (sync or async) on ``workers`` threads."""
+    out = Path(out)
+    jobs = list(jobs)
+    ids = [j.job_id for j in jobs]
+    if len(set(ids)) != len(ids):
+        raise ValueError("job ids must be unique (they are the resume key)")
+    report = CollectionReport(out=out, total=len(jobs))
+    done_ids = recorded_job_ids(out)
+    todo = [j for j in jobs if j.job_id not in done_ids]
+    report.skipped = len(jobs) - len(todo)
+    t0 = time.monotonic()
+    with JsonlAppender(out) as traj_out, JsonlAppender(failures_path(out)) as fail_out, \
+            _Progress(show_progress, desc, len(jobs), report.skipped) as bar, \
+            ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="collect") as pool:
+        pending: dict[Future[Trajectory], EpisodeJob] = {}
+        queue = iter(todo)
+        try:
+            while True:
+                while len(pending) < max(1, workers) and (job := next(queue, None)) is not None:
+                    pending[pool.submit(_call, run_one, job)] = job
+                if not pending:
+                    break
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    job = pending.pop(fut)
+                    try:
+                        traj = _stamp(fut.result(), job)
+                    except Exception as exc:  # noqa: BLE001 - every failure is recorded and counted
+                        report.failed += 1
+                        msg = f"{type(exc).__name__}: {exc}"
+                        report.failures.append((job.job_id, msg))
+                        fail_out.append({"job_id": job.job_id, "seed": job.seed, "task": job.task,
+                                         "error": msg, "traceback": traceback.format_exc()[-4000:],
+                                         "time": time.time()})
+                    else:
+                        traj_out.append(traj)
+                        report.done += 1
+                    bar.advance(report.failed)
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            raise
+    report.elapsed_s = time.monotonic() - t0
+    if bench_dir is not None:
+        test_ids = {j.job_id for j in jobs if j.split == "test"}
+        report.bench_files = write_bench(out, Path(bench_dir), test_ids, policy=policy)
+    return report
+
+
+def write_bench(out: Path, bench_dir: Path, test_ids: set[str], *,
+                policy: TurnPolicy | str = TurnPolicy.spread) -> dict[str, int]:
+    """(Re)write ``<domain>_test.jsonl`` from the held-out trajectories recorded in ``out``."""
+    by_domain: dict[str, list[Trajectory]] = {}
+    for traj in read_trajectories(out):
+        if _job_id(traj) in test_ids and len(traj.turns) > 0:
+            by_domain.setdefault(traj.domain, []).append(traj)
+    written = {}
+    for domain, trajs in sorted(by_domain.items()):
+        trajs.sort(key=lambda t: t.id)  # file order independent of completion order
+        path = bench_dir / f"{domain}_test.jsonl"
+        written[str(path)] = write_jsonl(path, trajectories_to_samples(trajs, policy=policy))
+    return written
+
+
+def _call(run_one: RunOne, job: EpisodeJob) -> Trajectory:
+    result = run_one(job)
+    if inspect.isawaitable(result):
+        result = asyncio.run(_await(result))
+    if not isinstance(result, Trajectory):
+        raise TypeError(f"run_one returned {type(result).__name__}, expected a Trajectory")
+    return result
+
+
+async def _await(aw: Any) -> Any:
+    return await aw
+
+
+def _stamp(traj: Trajectory, job: EpisodeJob) -> Trajectory:
+    """Record the job id, split, seed and task in the provenance (the resume key)."""
+    prov = traj.provenance.model_dump()
+    prov.update(job_id=job.job_id, split=job.split)
+    for key, value in (("seed", job.seed), ("task", job.task)):
+        if prov.get(key) is None:
+            prov[key] = value
+    traj.provenance = Provenance.model_validate(prov)
+    return traj
+
+
+def _job_id(traj: Trajectory) -> str:
+    return str(getattr(traj.provenance, "job_id", None) or traj.id)
+
+
+class _Progress:
+    """The shared rich bar (done/total, elapsed, ETA, failures), or nothing."""
+
+    def __init__(self, show: bool, desc: str, total: int, completed: int):
+        self.show, self.desc, self.total, self.completed = show, desc, total, completed
+
+    def __enter__(self) -> _Progress:
+        if self.show:
+            from agentworld.cli._common import progress  # lazy: library use needs no CLI
+
+            self.bar = progress()
+            self.bar.__enter__()
+            self.task = self.bar.add_task(self.desc, total=self.total, completed=self.completed)
+        return self
+
+    def advance(self, failed: int) -> None:
+        if self.show:
+            label = f"{self.desc} ({failed} failed)" if failed else self.desc
+            self.bar.update(self.task, advance=1, description=label)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.show:
+            self.bar.__exit__(*exc)  # type: ignore[arg-type]
