@@ -1,0 +1,169 @@
+"""Write a score report: JSON, Markdown and HTML with bar charts and the worst samples.
+
+The Markdown and HTML carry the same content: one score table per (world model, judge),
+judge agreement, a bar chart per model and judge (domains x dimensions, matplotlib), and
+the lowest-scoring samples with prediction and real observation side by side.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from agentworld.bench.judging import JudgedRecord
+from agentworld.bench.score import GroupScore, ScoreReport
+from agentworld.judge.base import DIMENSIONS
+
+COLUMNS = (*DIMENSIONS, "total")
+
+
+def fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def table_rows(group: GroupScore) -> list[list[str]]:
+    """Header plus one row per domain and one for all domains: scores on the 0-100 scale."""
+    head = ["domain", *COLUMNS, "valid", "failed", "bad pred", "pred tok/sample", "judge tok/sample", "USD/sample"]
+    rows = [head]
+    for name, b in [*group.domains.items(), ("overall", group.overall)]:
+        rows.append(
+            [
+                name,
+                *(fmt(b.dimensions[d].score) if d in b.dimensions else "-" for d in DIMENSIONS),
+                fmt(b.total.score),
+                str(b.valid),
+                str(b.failed),
+                str(b.invalid_predictions),
+                f"{b.prediction_tokens:.0f}",
+                f"{b.judge_tokens:.0f}",
+                "-" if b.cost is None else f"{b.cost:.6f}",
+            ]
+        )
+    return rows
+
+
+def bar_chart(group: GroupScore, path: Path) -> Path:
+    """Grouped bars: one group per domain (plus overall), one bar per dimension and total."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [*group.domains, "overall"]
+    blocks = [*group.domains.values(), group.overall]
+    width = 0.8 / len(COLUMNS)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(names)), 3.6))
+    for i, col in enumerate(COLUMNS):
+        vals = [(b.total.score if col == "total" else b.dimensions[col].score) or 0.0 for b in blocks]
+        ax.bar([x + (i - len(COLUMNS) / 2 + 0.5) * width for x in range(len(names))], vals, width, label=col)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("score (0-100)")
+    ax.set_title(f"{group.model} judged by {group.judge}", fontsize=10)
+    ax.legend(fontsize=7, ncols=3, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def worst_samples(records: list[JudgedRecord], group: GroupScore, k: int) -> list[JudgedRecord]:
+    """The ``k`` lowest totals of a model and judge; failed verdicts come first."""
+    mine = [r for r in records if r.model == group.model and r.judge == group.judge]
+    return sorted(mine, key=lambda r: (r.judgement.ok, r.judgement.total or 0.0, r.uid))[:k]
+
+
+def _md_cell(text: str | None, limit: int) -> str:
+    text = "(no valid observation)" if text is None else text[:limit] + ("…" if len(text) > limit else "")
+    return "<pre>" + html.escape(text).replace("|", "&#124;").replace("\n", "<br>") + "</pre>"
+
+
+def _verdict(r: JudgedRecord) -> str:
+    j = r.judgement
+    if not j.ok:
+        return f"judge failed: {j.error}"
+    scores = ", ".join(f"{d} {j.scores[d]}" for d in DIMENSIONS)
+    return f"total {fmt(j.total, 2)} ({scores})" + (f"; weaknesses: {j.weaknesses}" if j.weaknesses else "")
+
+
+def to_markdown(report: ScoreReport, records: list[JudgedRecord], charts: dict[int, str], *, worst: int = 5, clip: int = 1200) -> str:
+    out = ["# AgentWorldBench report", ""]
+    out += [f"> {n}" for n in report.notes] + ([""] if report.notes else [])
+    out.append("Scores are `(mean - 1) / 4 * 100` of the 1-5 judge scores; totals average each sample's valid dimensions.")
+    for i, g in enumerate(report.groups):
+        out += ["", f"## {g.model} — judge `{g.judge}`", ""]
+        rows = table_rows(g)
+        out.append("| " + " | ".join(rows[0]) + " |")
+        out.append("|" + "|".join("---" if c == 0 else "---:" for c in range(len(rows[0]))) + "|")
+        out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+        if i in charts:
+            out += ["", f"![{g.model} / {g.judge}]({charts[i]})"]
+        bad = worst_samples(records, g, worst)
+        if bad:
+            out += ["", f"### Worst {len(bad)} samples", ""]
+            for r in bad:
+                out += [f"**{r.uid}** (sample {r.sample_index}) — {_verdict(r)}", "", f"Action: `{r.action[:300]}`", ""]
+                out += ["| prediction | real observation |", "|---|---|"]
+                out += [f"| {_md_cell(r.observation, clip)} | {_md_cell(r.ground_truth, clip)} |", ""]
+    if report.agreement:
+        out += ["", "## Judge agreement (Spearman of sample totals)", "", "| model | judge A | judge B | n | rho | p |", "|---|---|---|---:|---:|---:|"]
+        for a in report.agreement:
+            out.append(f"| {a.model} | {a.judge_a} | {a.judge_b} | {a.n} | {fmt(a.spearman, 3)} | {fmt(a.p_value, 4)} |")
+    return "\n".join(out) + "\n"
+
+
+_CSS = (
+    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse}"
+    "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child{text-align:left}"
+    "pre{white-space:pre-wrap;font-size:12px;margin:0;text-align:left}.side td{vertical-align:top;width:50%}"
+    "blockquote{color:#555}"
+)
+
+
+def to_html(report: ScoreReport, records: list[JudgedRecord], charts: dict[int, str], *, worst: int = 5, clip: int = 1200) -> str:
+    e = html.escape
+    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>AgentWorldBench report</title><style>{_CSS}</style></head><body>"]
+    out.append("<h1>AgentWorldBench report</h1>")
+    out += [f"<blockquote>{e(n)}</blockquote>" for n in report.notes]
+    out.append("<p>Scores are <code>(mean - 1) / 4 * 100</code> of the 1-5 judge scores; totals average each sample's valid dimensions.</p>")
+    for i, g in enumerate(report.groups):
+        out.append(f"<h2>{e(g.model)} — judge <code>{e(g.judge)}</code></h2><table>")
+        rows = table_rows(g)
+        out.append("<tr>" + "".join(f"<th>{e(c)}</th>" for c in rows[0]) + "</tr>")
+        out += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows[1:]]
+        out.append("</table>")
+        if i in charts:
+            out.append(f"<p><img src='{e(charts[i])}' alt='{e(g.model)} / {e(g.judge)}'></p>")
+        bad = worst_samples(records, g, worst)
+        if bad:
+            out.append(f"<h3>Worst {len(bad)} samples</h3>")
+            for r in bad:
+                obs = "(no valid observation)" if r.observation is None else r.observation[:clip]
+                out.append(f"<p><b>{e(r.uid)}</b> (sample {r.sample_index}) — {e(_verdict(r))}<br>Action: <code>{e(r.action[:300])}</code></p>")
+                out.append("<table class='side'><tr><th>prediction</th><th>real observation</th></tr>")
+                out.append(f"<tr><td><pre>{e(obs)}</pre></td><td><pre>{e(r.ground_truth[:clip])}</pre></td></tr></table>")
+    if report.agreement:
+        out.append("<h2>Judge agreement (Spearman of sample totals)</h2><table><tr><th>model</th><th>judge A</th><th>judge B</th><th>n</th><th>rho</th><th>p</th></tr>")
+        for a in report.agreement:
+            out.append(f"<tr><td>{e(a.model)}</td><td>{e(a.judge_a)}</td><td>{e(a.judge_b)}</td><td>{a.n}</td><td>{fmt(a.spearman, 3)}</td><td>{fmt(a.p_value, 4)}</td></tr>")
+        out.append("</table>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def write_report(report: ScoreReport, records: list[JudgedRecord], out_dir: str | Path, *, worst: int = 5, charts: bool = True) -> dict[str, Path]:
+    """Write ``scores.json``, ``report.md``, ``report.html`` and one chart per model and judge."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out_dir / "scores.json", "markdown": out_dir / "report.md", "html": out_dir / "report.html"}
+    paths["json"].write_text(json.dumps(report.model_dump(mode="json"), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    chart_names: dict[int, str] = {}
+    if charts:
+        for i, g in enumerate(report.groups):
+            name = f"chart_{i + 1}.png"
+            paths[f"chart_{i + 1}"] = bar_chart(g, out_dir / name)
+            chart_names[i] = name
+    paths["markdown"].write_text(to_markdown(report, records, chart_names, worst=worst), encoding="utf-8")
+    paths["html"].write_text(to_html(report, records, chart_names, worst=worst), encoding="utf-8")
+    return paths

@@ -1,0 +1,93 @@
+import json
+
+import pytest
+
+from agentworld.bench.judging import JudgedRecord, load_judgements
+from agentworld.bench.report import write_report
+from agentworld.bench.score import normalize, score_records
+from agentworld.judge import DIMENSIONS, Judgement
+
+
+def rec(uid, judge, scores=None, *, error=None, model="m", sample_index=0, obs="x", jt=(0, 0)):
+    domain = uid.split("/")[0]
+    if scores is not None and not isinstance(scores, dict):
+        scores = dict(zip(DIMENSIONS, scores))
+    j = Judgement(judge=judge, scores=scores or {}, error=error, prompt_tokens=jt[0], completion_tokens=jt[1])
+    return JudgedRecord(
+        uid=uid, domain=domain, id=uid.split("/")[1], turn_idx=1, sample_index=sample_index, judge=judge,
+        judgement=j, model=model, action="ls", observation=obs, ground_truth="a\nb",
+        prediction_prompt_tokens=1000, prediction_completion_tokens=500,
+    )
+
+
+def hand_made():
+    return [
+        rec("terminal/s1/1", "A", [5, 5, 5, 5, 5], jt=(2000, 100)),
+        rec("terminal/s2/1", "A", [3, 0, 3, 3, 3]),  # factuality invalid: total 3 over four dimensions
+        rec("terminal/s3/1", "A", error="unparsable verdict"),  # failed judgement
+        rec("mcp/s4/1", "A", [1, 1, 1, 1, 1], obs=None),
+        rec("mcp/s5/1", "A", [0, 0, 0, 0, 0]),  # no valid dimension: failed
+        rec("terminal/s1/1", "B", [4, 4, 4, 4, 4]),
+        rec("terminal/s2/1", "B", [2, 2, 2, 2, 2]),
+        rec("mcp/s4/1", "B", [1, 2, 1, 1, 1]),
+        rec("terminal/s3/1", "B", [3, 3, 3, 3, 3]),
+    ]
+
+
+def test_normalization_known_numbers():
+    assert normalize(1) == 0 and normalize(5) == 100 and normalize(3) == 50 and normalize(None) is None
+    report = score_records(hand_made(), prices={"m": (1.0, 2.0), "A": (0.5, 1.0)})
+    a = next(g for g in report.groups if g.judge == "A")
+    t, m, o = a.domains["terminal"], a.domains["mcp"], a.overall
+    assert list(a.domains) == ["mcp", "terminal"]  # canonical domain order
+    assert (t.samples, t.valid, t.failed) == (3, 2, 1)
+    assert t.dimensions["format"].score == pytest.approx(75.0)  # mean (5 + 3) / 2 = 4
+    assert t.dimensions["factuality"].score == pytest.approx(100.0) and t.dimensions["factuality"].n == 1
+    assert t.total.mean == pytest.approx(4.0) and t.total.score == pytest.approx(75.0)
+    assert (m.valid, m.failed, m.invalid_predictions) == (1, 1, 1)
+    assert m.total.score == pytest.approx(0.0)
+    assert (o.valid, o.failed) == (3, 2)
+    assert o.total.mean == pytest.approx(3.0) and o.total.score == pytest.approx(50.0)
+    assert o.dimensions["factuality"].mean == pytest.approx(3.0)  # (5 + 1) / 2
+    assert o.dimensions["format"].n == 3
+    # Tokens and cost per sample: 1500 prediction tokens each; 1000*1 + 500*2 = 0.002 USD,
+    # plus judge A's 2000*0.5 + 100*1 = 0.0011 USD on one of five samples.
+    assert o.prediction_tokens == 1500 and o.judge_tokens == pytest.approx(2100 / 5)
+    assert o.cost == pytest.approx(0.002 + 0.0011 / 5)
+
+
+def test_spearman_between_judges():
+    report = score_records(hand_made())
+    [ag] = report.agreement
+    assert (ag.judge_a, ag.judge_b, ag.n) == ("A", "B", 3)  # s3 failed under A, s5 failed under A
+    assert ag.spearman == pytest.approx(1.0)
+    # A judge that ranks the other way round correlates at -1.
+    recs = hand_made() + [rec(u, "C", [v] * 5) for u, v in [("terminal/s1/1", 1), ("terminal/s2/1", 3), ("mcp/s4/1", 5)]]
+    rho = {(x.judge_a, x.judge_b): x.spearman for x in score_records(recs).agreement}
+    assert rho[("A", "C")] == pytest.approx(-1.0)
+
+
+def test_groups_by_model_and_no_prices_means_no_cost():
+    recs = hand_made() + [rec("terminal/s1/1", "A", [2] * 5, model="other")]
+    report = score_records(recs)
+    assert [(g.model, g.judge) for g in report.groups] == [("m", "A"), ("m", "B"), ("other", "A")]
+    assert report.groups[0].overall.cost is None
+    assert report.groups[2].overall.total.score == pytest.approx(25.0)
+
+
+def test_report_files(tmp_path):
+    recs = hand_made()
+    path = tmp_path / "judged.jsonl"
+    path.write_text("".join(r.model_dump_json() + "\n" for r in recs) + "{torn")
+    loaded = load_judgements(path)
+    assert len(loaded.records) == len(recs) and len(loaded.errors) == 1
+    report = score_records(loaded.records.values())
+    paths = write_report(report, list(loaded.records.values()), tmp_path / "rep", worst=3)
+    data = json.loads(paths["json"].read_text())
+    assert data["groups"][0]["overall"]["total"]["score"] == pytest.approx(50.0)
+    md, page = paths["markdown"].read_text(), paths["html"].read_text()
+    assert "| overall |" in md and "50.0" in md and "chart_1.png" in md
+    assert "judge failed: unparsable verdict" in md  # failed verdicts head the worst list
+    assert "(no valid observation)" in page and "(no valid observation)" in md
+    assert "Judge agreement" in page and paths["chart_1"].stat().st_size > 1000
+    assert paths["chart_1"].read_bytes()[:4] == b"\x89PNG"
