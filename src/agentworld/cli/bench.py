@@ -1,5 +1,235 @@
 """``agentworld bench``: run a world model on AgentWorldBench samples, judge, score, report."""
 
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.progress import TextColumn
+from rich.table import Table
+
+from agentworld.cli._common import console, fail, out, progress, report_line_errors
 
 app = typer.Typer(help="AgentWorldBench: run a world model on samples, judge, score, report.", no_args_is_help=True)
+
+BackendOpt = Annotated[str, typer.Option("--backend", "-b", help="openai | hf | smol | retrieval.")]
+OptsOpt = Annotated[list[str] | None, typer.Option("--opt", help="Backend option KEY=VALUE (repeatable), e.g. source=trajs.jsonl.")]
+
+
+def parse_options(pairs: list[str] | None) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; numbers and true/false become numbers and booleans."""
+    opts: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise fail(f"bad option {pair!r}", "write options as KEY=VALUE, e.g. --opt model=qwen3")
+        v: Any = value
+        if value.lower() in ("true", "false"):
+            v = value.lower() == "true"
+        else:
+            for cast in (int, float):
+                try:
+                    v = cast(value)
+                    break
+                except ValueError:
+                    pass
+        opts[key.strip().replace("-", "_")] = v
+    return opts
+
+
+def build_backend(name: str, options: dict[str, Any]):
+    from agentworld.models import load_backend
+
+    try:
+        return load_backend(name, **options)
+    except (ValueError, ImportError, FileNotFoundError, TypeError) as exc:
+        raise fail(f"cannot start backend {name!r}: {exc}", "check --backend and its --opt options (see the backend's docs)") from None
+
+
+def judge_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``rules``, ``openai:MODEL@BASE_URL``, or ``BACKEND:KEY=VALUE,KEY=VALUE``."""
+    name, _, rest = spec.partition(":")
+    if not rest:
+        return name, {}
+    if "=" in rest.split("@", 1)[0]:
+        return name, parse_options(rest.split(","))
+    model, _, url = rest.partition("@")
+    return name, {"model": model, **({"base_url": url} if url else {})}
+
+
+def _load_samples(bench: Path, domains, ids, sample, seed, limit):
+    from agentworld.bench.format import load_bench_dir
+    from agentworld.bench.infer import select_samples
+
+    try:
+        loaded = load_bench_dir(bench, domains=domains)
+    except FileNotFoundError as exc:
+        raise fail(str(exc), "pass a directory holding <domain>_test.jsonl files") from None
+    report_line_errors(loaded.errors)
+    chosen = select_samples(loaded.samples, domains=domains, ids=ids, sample=sample, seed=seed, limit=limit)
+    if not chosen:
+        raise fail(f"no samples selected from {bench}", "check --domain / --id / --limit, or the files in the directory")
+    return chosen
+
+
+@app.command()
+def infer(
+    bench: Annotated[Path, typer.Argument(help="Benchmark directory with <domain>_test.jsonl files.")],
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Predictions JSONL (appended to; a rerun resumes).")],
+    backend: BackendOpt = "smol",
+    opt: OptsOpt = None,
+    domain: Annotated[list[str] | None, typer.Option("--domain", "-d", help="Only these domains (repeatable).")] = None,
+    ids: Annotated[list[str] | None, typer.Option("--id", help="Only these sample ids or uids (repeatable).")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many samples per domain.")] = None,
+    sample: Annotated[int | None, typer.Option(help="A seeded random subset of this many samples per domain.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for --sample and for generation.")] = 0,
+    n: Annotated[int, typer.Option(help="Predictions per sample.")] = 1,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Backend calls in flight.")] = 4,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Completion token limit.")] = None,
+    cache: Annotated[Path | None, typer.Option(help="Response cache (SQLite) to read and fill.")] = None,
+    retry_failed: Annotated[bool, typer.Option(help="Ask again where a stored call failed.")] = False,
+) -> None:
+    """Predict observations for benchmark samples (concurrent, resumable)."""
+    from agentworld.bench.infer import run_infer
+    from agentworld.models import GenerationConfig, ResponseCache, WorldModel
+
+    samples = _load_samples(bench, domain, ids, sample, seed, limit)
+    wm = WorldModel(
+        build_backend(backend, parse_options(opt)),
+        cache=ResponseCache(cache) if cache else None,
+        concurrency=concurrency,
+    )
+    config = GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed)
+    with progress(TextColumn("{task.fields[stats]}")) as bar:
+        task = bar.add_task(f"infer {wm.backend.name}", total=len(samples), stats="")
+
+        def show(p) -> None:
+            stats = f"{p.rate:.2f}/s tok {p.prompt_tokens + p.completion_tokens:,} fail {p.failures} bad {p.invalid}"
+            bar.update(task, completed=p.done + p.skipped, stats=stats)
+
+        async def go():
+            try:
+                return await run_infer(wm, samples, out_path, n=n, config=config, retry_failed=retry_failed, on_progress=show)
+            finally:
+                await wm.aclose()
+
+        result = asyncio.run(go())
+    out.print(
+        f"{out_path}: {result.done} samples predicted, {result.skipped} already there; "
+        f"{result.failures} failed calls, {result.invalid} truncated or missing answers; "
+        f"{result.prompt_tokens:,} prompt + {result.completion_tokens:,} completion tokens"
+    )
+
+
+@app.command()
+def judge(
+    bench: Annotated[Path, typer.Argument(help="Benchmark directory the predictions were made on.")],
+    predictions: Annotated[Path, typer.Option("--predictions", "-p", help="Predictions JSONL from `bench infer`.")],
+    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Verdicts JSONL (default: <predictions>.judged.jsonl).")] = None,
+    judges: Annotated[list[str] | None, typer.Option("--judge", "-j", help="rules | openai:MODEL@BASE_URL | BACKEND:KEY=VALUE,... (repeatable).")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Verdicts in flight.")] = 4,
+    retries: Annotated[int, typer.Option(help="Extra attempts when a judge's output does not parse.")] = 2,
+    cache: Annotated[Path | None, typer.Option(help="Response cache for LLM judges.")] = None,
+    rejudge: Annotated[bool, typer.Option(help="Judge again where a verdict exists.")] = False,
+    retry_failed: Annotated[bool, typer.Option(help="Judge again where a verdict failed.")] = False,
+) -> None:
+    """Judge stored predictions with the rule scorer and/or LLM judges (resumable)."""
+    from agentworld.bench.format import load_bench_dir
+    from agentworld.bench.infer import load_predictions
+    from agentworld.bench.judging import run_judging
+    from agentworld.judge import RuleScorer
+    from agentworld.judge.llm import LLMJudge
+    from agentworld.models import ResponseCache, WorldModel
+
+    if not predictions.exists():
+        raise fail(f"no such file: {predictions}", "run `agentworld bench infer` first")
+    loaded = load_predictions(predictions)
+    report_line_errors(loaded.errors)
+    try:
+        samples = load_bench_dir(bench).samples
+    except FileNotFoundError as exc:
+        raise fail(str(exc)) from None
+    out_path = out_path or predictions.with_suffix(".judged.jsonl")
+    scorers: list[Any] = []
+    for spec in judges or ["rules"]:
+        name, options = judge_spec(spec)
+        if name == "rules":
+            scorers.append(RuleScorer())
+            continue
+        wm = WorldModel(build_backend(name, options), cache=ResponseCache(cache) if cache else None, concurrency=concurrency)
+        scorers.append(LLMJudge(wm, retries=retries))
+    with progress(TextColumn("{task.fields[stats]}")) as bar:
+        task = bar.add_task("judge", total=None, stats="")
+
+        def show(p) -> None:
+            bar.update(task, total=p.total, completed=p.done + p.skipped, stats=f"failed {p.failed} tok {p.prompt_tokens + p.completion_tokens:,}")
+
+        async def go():
+            try:
+                return await run_judging(
+                    scorers, samples, list(loaded.records.values()), out_path,
+                    concurrency=concurrency, rejudge=rejudge, retry_failed=retry_failed, on_progress=show,
+                )
+            finally:
+                for s in scorers:
+                    if hasattr(s, "aclose"):
+                        await s.aclose()
+
+        result = asyncio.run(go())
+    if result.missing_samples:
+        console.print(f"[yellow]{result.missing_samples} predictions have no sample in {bench}; not judged[/]")
+    out.print(f"{out_path}: {result.done} verdicts, {result.skipped} already there, {result.failed} failed")
+
+
+def _price(pairs: list[str] | None) -> dict[str, tuple[float, float]]:
+    prices = {}
+    for pair in pairs or []:
+        name, _, value = pair.rpartition("=")
+        try:
+            p_in, p_out = (float(x) for x in value.split(","))
+        except ValueError:
+            raise fail(f"bad price {pair!r}", "write NAME=IN,OUT in USD per million tokens, e.g. openai:gpt-x=0.5,1.5") from None
+        prices[name] = (p_in, p_out)
+    return prices
+
+
+@app.command()
+def score(
+    judged: Annotated[list[Path], typer.Argument(help="Verdict JSONL files from `bench judge`.")],
+    out_dir: Annotated[Path | None, typer.Option("--out", "-o", help="Write scores.json, report.md, report.html and charts here.")] = None,
+    price: Annotated[list[str] | None, typer.Option(help="NAME=IN,OUT: USD per million tokens for a model or judge (repeatable).")] = None,
+    worst: Annotated[int, typer.Option(help="Worst samples shown per model and judge in the report.")] = 5,
+) -> None:
+    """Per-domain x per-dimension scores, failures, tokens, cost and judge agreement."""
+    from agentworld.bench.judging import load_judgements
+    from agentworld.bench.report import table_rows, write_report
+    from agentworld.bench.score import score_records
+
+    missing = [p for p in judged if not p.exists()]
+    if missing:
+        raise fail(f"no such file: {missing[0]}", "run `agentworld bench judge` first")
+    loaded = load_judgements(judged)
+    report_line_errors(loaded.errors)
+    if not loaded.records:
+        raise fail("no verdicts to score", "the files are empty or every line is bad")
+    records = list(loaded.records.values())
+    report = score_records(records, prices=_price(price))
+    for g in report.groups:
+        rows = table_rows(g)
+        table = Table(title=f"{g.model} judged by {g.judge} (0-100)")
+        for c in rows[0]:
+            table.add_column(c, justify="left" if c == "domain" else "right")
+        for r in rows[1:]:
+            table.add_row(*r, style="bold" if r[0] == "overall" else None)
+        out.print(table)
+    for a in report.agreement:
+        rho = "-" if a.spearman is None else f"{a.spearman:.3f}"
+        out.print(f"agreement {a.model}: {a.judge_a} vs {a.judge_b}: Spearman {rho} over {a.n} samples")
+    for note in report.notes:
+        console.print(f"[dim]{note}[/]")
+    if out_dir:
+        paths = write_report(report, records, out_dir, worst=worst)
+        out.print(f"report: {paths['html']} {paths['markdown']} {paths['json']}")

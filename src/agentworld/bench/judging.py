@@ -1,0 +1,179 @@
+"""Judge stored predictions with one or more scorers into an append-only, resumable JSONL.
+
+Each line is one verdict keyed by (sample uid, sampling index, judge name) and carries
+what the score and report steps need -- the action, the parsed prediction, the real
+observation and token counts -- so they run from this file alone. Re-judging reads
+existing predictions and never calls the world model again; a killed run resumes
+without redoing or duplicating verdicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from agentworld.bench.format import BenchSample
+from agentworld.bench.infer import PredictionRecord
+from agentworld.jsonl import JsonlAppender, LineError, read_jsonl, repair_tail
+from agentworld.judge.base import Judgement, Scorer
+
+JudgedKey = tuple[str, int, str]
+
+
+class JudgedRecord(BaseModel):
+    """One judge's verdict on one prediction, self-contained for scoring and reports."""
+
+    uid: str
+    domain: str
+    id: int | str
+    turn_idx: int
+    sample_index: int
+    judge: str
+    judgement: Judgement
+    model: str = ""
+    """The world model that made the prediction (backend:model)."""
+    action: str = ""
+    observation: str | None = None
+    """The parsed predicted observation (None for truncated, missing or failed answers)."""
+    ground_truth: str = ""
+    prediction_status: str = ""
+    prediction_error: str | None = None
+    prediction_prompt_tokens: int = 0
+    prediction_completion_tokens: int = 0
+    created_at: float = Field(default_factory=time.time)
+
+    @property
+    def key(self) -> JudgedKey:
+        return (self.uid, self.sample_index, self.judge)
+
+
+@dataclass
+class LoadedJudgements:
+    records: dict[JudgedKey, JudgedRecord]
+    """The last record per key (re-judging a failure supersedes it)."""
+    errors: list[LineError]
+
+
+def load_judgements(paths: str | Path | Sequence[str | Path]) -> LoadedJudgements:
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    out = LoadedJudgements({}, [])
+    for path in map(Path, paths):
+        if not path.exists():
+            continue
+        loaded = read_jsonl(path, JudgedRecord)
+        out.records.update((r.key, r) for r in loaded.items)
+        out.errors.extend(loaded.errors)
+    return out
+
+
+@dataclass
+class JudgeProgress:
+    total: int
+    done: int = 0
+    skipped: int = 0
+    failed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    missing_samples: int = 0
+    """Predictions whose sample is not in the benchmark given (not judged)."""
+
+
+async def run_judging(
+    scorers: Sequence[Scorer],
+    samples: Sequence[BenchSample],
+    predictions: Sequence[PredictionRecord],
+    out: str | Path,
+    *,
+    concurrency: int = 4,
+    rejudge: bool = False,
+    retry_failed: bool = False,
+    on_progress: Callable[[JudgeProgress], None] | None = None,
+) -> JudgeProgress:
+    """Every scorer judges every prediction whose sample is in ``samples``.
+
+    ``rejudge`` scores again even where a verdict exists (the new line supersedes the
+    old); ``retry_failed`` does so only for failed verdicts.
+    """
+    out = Path(out)
+    repair_tail(out)
+    existing = load_judgements(out).records
+    by_uid = {s.uid: s for s in samples}
+    jobs: list[tuple[Scorer, BenchSample, PredictionRecord]] = []
+    missing = 0
+    for rec in predictions:
+        sample = by_uid.get(rec.uid)
+        if sample is None:
+            missing += 1
+            continue
+        for scorer in scorers:
+            old = existing.get((rec.uid, rec.sample_index, scorer.name))
+            if old is None or rejudge or (retry_failed and not old.judgement.ok):
+                jobs.append((scorer, sample, rec))
+    progress = JudgeProgress(total=len(predictions) * len(scorers) - missing * len(scorers), missing_samples=missing)
+    progress.skipped = progress.total - len(jobs)
+    if on_progress:
+        on_progress(progress)
+    if not jobs:
+        return progress
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(job: tuple[Scorer, BenchSample, PredictionRecord]) -> JudgedRecord:
+        scorer, sample, rec = job
+        async with sem:
+            try:
+                j = await scorer.score(sample, rec.prediction)
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # a scorer bug must not stop the run: record and count it
+                j = Judgement.failed(scorer.name, f"{type(exc).__name__}: {exc}")
+        p = rec.prediction
+        return JudgedRecord(
+            uid=rec.uid,
+            domain=rec.domain,
+            id=rec.id,
+            turn_idx=rec.turn_idx,
+            sample_index=rec.sample_index,
+            judge=scorer.name,
+            judgement=j,
+            model=f"{p.backend}:{p.model}" if p.backend else p.model,
+            action=sample.action,
+            observation=p.observation if p.ok else None,
+            ground_truth=sample.ground_truth,
+            prediction_status=str(p.status),
+            prediction_error=p.error,
+            prediction_prompt_tokens=p.prompt_tokens or 0,
+            prediction_completion_tokens=p.completion_tokens or 0,
+        )
+
+    with JsonlAppender(out) as appender:
+        # Tasks are created in bounded batches so a large run holds few pending coroutines.
+        pending: set[asyncio.Task[JudgedRecord]] = set()
+        it = iter(jobs)
+        try:
+            while True:
+                while len(pending) < concurrency * 2:
+                    job = next(it, None)
+                    if job is None:
+                        break
+                    pending.add(asyncio.ensure_future(one(job)))
+                if not pending:
+                    break
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    record = task.result()
+                    appender.append(record)
+                    progress.done += 1
+                    progress.failed += not record.judgement.ok
+                    progress.prompt_tokens += record.judgement.prompt_tokens
+                    progress.completion_tokens += record.judgement.completion_tokens
+                    if on_progress:
+                        on_progress(progress)
+        finally:
+            for task in pending:
+                task.cancel()
+    return progress
