@@ -147,6 +147,20 @@ class SimEnv(Env):
         twin.state.session_id = session_id or uuid.uuid4().hex[:12]
         return twin
 
+    def rewrite_last(self, observation: str) -> None:
+        """Replace the last turn's observation (teacher forcing: continue from the real one)
+        and rebuild the ledger from the corrected history."""
+        st = self.state
+        if not st.turns:
+            raise RuntimeError("no turn to rewrite")
+        st.turns[-1].observation = observation
+        st.ledger = LedgerState()
+        sc = st.scenario
+        self._rules.update(st.ledger, "", sc.first_observation if sc.first_observation is not None else sc.task)
+        for t in st.turns:
+            if t.error is None:
+                self._rules.update(st.ledger, t.action, t.observation)
+
     def messages_for(self, action: str, instructions: list[str] | None = None) -> list[dict[str, str]]:
         """The chat messages the world model sees for ``action`` at this point."""
         st = self.state
