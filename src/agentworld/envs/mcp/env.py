@@ -1,0 +1,116 @@
+"""``mcp-v1``: real MCP servers over stdio, one sandboxed workspace per episode.
+
+An action is one JSON tool call ``{"name": ..., "arguments": {...}}``; the observation is
+the JSON the MCP client received (the tool result, or the JSON-RPC error when the server
+refused the request). The trajectory's ``tools`` are the servers' ``tools/list`` schemas.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from agentworld.envs.base import Env, Reset, Step
+from agentworld.envs.mcp.client import McpHub
+from agentworld.envs.mcp.servers import Limits, server_spec
+from agentworld.envs.mcp.workspace import build_workspace, describe_workspace
+
+
+def parse_tool_call(action: str) -> tuple[str, dict[str, Any]] | str:
+    """``(name, arguments)`` from an action, or the reason it is not a tool call."""
+    try:
+        call = json.loads(action)
+    except json.JSONDecodeError as exc:
+        return f"Parse error: action is not JSON ({exc.msg} at column {exc.colno})"
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        return 'Invalid request: expected {"name": <tool name>, "arguments": {...}}'
+    args = call.get("arguments", {})
+    if isinstance(args, str):  # OpenAI-style tool calls carry arguments as a JSON string
+        try:
+            args = json.loads(args or "{}")
+        except json.JSONDecodeError:
+            return "Invalid params: arguments is not a JSON object"
+    if not isinstance(args, dict):
+        return "Invalid params: arguments must be a JSON object"
+    return call["name"], args
+
+
+def dump_observation(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False)
+
+
+class McpEnv(Env):
+    """Real MCP servers for one episode at a time.
+
+    ``reset(options=...)`` takes ``servers`` (names from :data:`SERVER_NAMES`), ``task``
+    (the task description) and the workspace content (see :mod:`.workspace`).
+    """
+
+    domain = "mcp"
+
+    def __init__(self, *, servers: list[str] | None = None, root: str | Path | None = None,
+                 limits: Limits = Limits(), timeout_s: float = 30.0):
+        self.default_servers = servers or ["filesystem"]
+        self.root = Path(root) if root else None
+        self.limits = limits
+        self.timeout_s = timeout_s
+        self._hub: McpHub | None = None
+        self._tmp: Path | None = None
+        self._context: dict[str, Any] = {}
+
+    @property
+    def hub(self) -> McpHub:
+        if self._hub is None:
+            raise RuntimeError("call reset() before step()")
+        return self._hub
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
+        self._teardown()
+        options = dict(options or {})
+        names = list(options.get("servers") or self.default_servers)
+        if self.root:
+            self.root.mkdir(parents=True, exist_ok=True)
+        self._tmp = Path(tempfile.mkdtemp(prefix="aw-mcp-", dir=self.root))
+        workspace = self._tmp / "workspace"
+        build_workspace(workspace, options)
+        self._hub = McpHub([server_spec(n) for n in names], workspace, limits=self.limits,
+                           timeout_s=self.timeout_s, log_path=self._tmp / "servers.log").start()
+        state = describe_workspace(options)
+        servers = "; ".join(f"{n} ({server_spec(n).description}, {self._hub.server_info[n].get('name')} "
+                            f"{self._hub.server_info[n].get('version')})" for n in names)
+        self._context = {
+            "task_description": options.get("task", ""),
+            "tools": self._hub.tool_schemas(),
+            "initial_state": f"MCP servers: {servers}.\n{state}",
+        }
+        info = {"servers": names, "tools": sorted(self._hub.tools), "workspace": str(workspace)}
+        return Reset(observation=self._context["initial_state"], info=info)
+
+    def step(self, action: str) -> Step:
+        parsed = parse_tool_call(action)
+        if isinstance(parsed, str):
+            code = -32700 if parsed.startswith("Parse error") else -32602
+            data: dict[str, Any] = {"error": {"code": code, "message": parsed}}
+            return Step(dump_observation(data), 0.0, False, False, {"is_error": True})
+        name, args = parsed
+        data = self.hub.call(name, args)
+        ref = self.hub.tools.get(name)
+        info = {"server": ref.server if ref else None, "is_error": bool(data.get("isError") or "error" in data)}
+        return Step(dump_observation(data), 0.0, False, False, info)
+
+    def context(self) -> dict[str, Any]:
+        return dict(self._context)
+
+    def _teardown(self) -> None:
+        if self._hub is not None:
+            self._hub.close()
+            self._hub = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def close(self) -> None:
+        self._teardown()

@@ -1,0 +1,72 @@
+"""Per-episode workspaces: the files, git repository and local site that servers work on.
+
+A workspace is described by JSON-able options (recorded with the trajectory), so the
+same episode can be rebuilt and replayed byte for byte:
+
+- ``files``: ``{relative path: text}`` under ``files/`` (the filesystem server's root);
+- ``site``: ``{relative path: html}`` under ``site/`` (served to the fetch server);
+- ``repo``: ``{"commits": [{"message", "files"}], "worktree": {path: text}}`` -- a git
+  repository under ``repo/`` built with real git, commits first, then uncommitted edits.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from agentworld.envs.mcp.servers import GIT_ENV, WORKSPACE, Limits, ServerSpec, confined_argv, server_env
+
+
+def _write_tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = PurePosixPath(rel)
+        if path.is_absolute() or ".." in path.parts:
+            raise ValueError(f"workspace path must be relative and stay inside: {rel!r}")
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+
+def _git(workspace: Path, *args: str) -> str:
+    spec = ServerSpec("git-setup", "", ("git", "-C", f"{WORKSPACE}/repo", *args), env=dict(GIT_ENV, HOME=WORKSPACE))
+    proc = subprocess.run(confined_argv(spec, workspace, Limits(cpu_s=30)), env=server_env(spec),
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def build_workspace(workspace: Path, options: dict[str, Any]) -> None:
+    """Create ``workspace`` with the content ``options`` describe."""
+    for sub in ("files", "site", "repo"):
+        (workspace / sub).mkdir(parents=True, exist_ok=True)
+    _write_tree(workspace / "files", options.get("files") or {})
+    _write_tree(workspace / "site", options.get("site") or {})
+    repo = options.get("repo")
+    if repo:
+        _git(workspace, "init", "-q", "-b", "main")
+        for commit in repo.get("commits", []):
+            _write_tree(workspace / "repo", commit.get("files") or {})
+            _git(workspace, "add", "-A")
+            _git(workspace, "commit", "-q", "-m", commit["message"])
+        _write_tree(workspace / "repo", repo.get("worktree") or {})
+
+
+def describe_workspace(options: dict[str, Any]) -> str:
+    """The initial state an agent (and a world model) is told about."""
+    lines = [f"Workspace mounted at {WORKSPACE}."]
+    if options.get("files"):
+        lines.append(f"Files under {WORKSPACE}/files:")
+        lines += [f"  {rel} ({len(text.encode())} bytes)" for rel, text in sorted(options["files"].items())]
+    if options.get("repo"):
+        repo = options["repo"]
+        lines.append(f"Git repository at {WORKSPACE}/repo on branch main with {len(repo.get('commits', []))} commits:")
+        lines += [f"  - {c['message'].splitlines()[0]}" for c in repo.get("commits", [])]
+        if repo.get("worktree"):
+            lines.append("  uncommitted changes in: " + ", ".join(sorted(repo["worktree"])))
+    if options.get("site"):
+        from agentworld.envs.mcp.servers import SITE_URL
+
+        lines.append(f"Local web site at {SITE_URL}/ with pages: " + ", ".join(sorted(options["site"])))
+    return "\n".join(lines)
