@@ -1,5 +1,326 @@
-"""``agentworld sim``: serve a world model as an environment."""
+"""``agentworld sim``: serve a world model as an environment, record, replay, measure drift."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
 
 import typer
+from rich.table import Table
+
+from agentworld.cli._common import console, fail, out
 
 app = typer.Typer(help="Serve a world model as an environment (Gym-style, HTTP/WebSocket, MCP).", no_args_is_help=True)
+world_app = typer.Typer(help="Fictional worlds for search: build a world database and its questions.", no_args_is_help=True)
+app.add_typer(world_app, name="world")
+
+# Shared options (typer has no option groups; these keep every command's flags identical).
+BACKEND = typer.Option("smol", "--backend", "-b", help="openai | hf | smol | retrieval")
+MODEL = typer.Option(None, "--model", help="Model name (openai backend).")
+PATH = typer.Option(None, "--path", help="Checkpoint folder (hf backend).")
+ADAPTER = typer.Option(None, "--adapter", help="PEFT adapter folder (hf, smol).")
+SOURCE = typer.Option(None, "--source", help="Trajectories or benchmark dir to index (retrieval backend).")
+BASE_URL = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint.")
+CACHE = typer.Option(None, "--cache", help="Response cache file (SQLite).")
+CACHE_MODE = typer.Option("rw", "--cache-mode", help="rw | replay (strict: a miss is an error) | off")
+SCENARIO = typer.Option(None, "--scenario", help="Scenario YAML/JSON file.")
+TRAJECTORY = typer.Option(None, "--trajectory", "-t", help="Recorded trajectory JSONL: its context becomes the scenario.")
+RECORD_ID = typer.Option(None, "--id", help="Trajectory id in the file (default: the first).")
+TOOLS = typer.Option(None, "--tools", help="Tool schemas (JSON/YAML list) for an mcp scenario.")
+WORLD = typer.Option(None, "--world", help="Fictional world database (search scenarios, fact checks).")
+QUESTION = typer.Option(None, "--question", help="Question id of the world (default: the first).")
+PERTURB = typer.Option(None, "--perturbations", "-p", help="Perturbation spec YAML (see configs/perturbations/).")
+RESAMPLE = typer.Option(0, "--resample", help="Extra samples to try when a prediction contradicts the ledger.")
+TEMPERATURE = typer.Option(None, "--temperature")
+MAX_TOKENS = typer.Option(None, "--max-tokens")
+
+
+def _world_model(backend: str, model, path, adapter, source, base_url, cache, cache_mode, *, domain: str | None, concurrency: int = 4):
+    from agentworld.cli.predict import make_backend
+    from agentworld.models import ResponseCache, WorldModel
+
+    be = make_backend(backend, model=model, path=path, adapter=adapter, source=source, domain=domain, base_url=base_url)
+    rc = None
+    if cache is not None:
+        try:
+            rc = ResponseCache(cache, mode=cache_mode)
+        except (ValueError, FileNotFoundError) as exc:
+            raise fail(f"cannot open the cache: {exc}", "--cache-mode replay needs a cache recorded in rw mode") from None
+    return WorldModel(be, cache=rc, concurrency=concurrency)
+
+
+def _world(world: Path | None, question: str | None):
+    if world is None:
+        return None, None
+    from agentworld.sim.worlds import FictionalWorld
+
+    try:
+        w = FictionalWorld.load(world)
+    except FileNotFoundError as exc:
+        raise fail(str(exc), "build one with: agentworld sim world build --out world.sqlite") from None
+    qs = _questions(world)
+    q = next((x for x in qs if question in (None, x.id)), None)
+    if q is None:
+        raise fail(f"no question {question!r} in {_questions_path(world)}", "list them with: agentworld sim world show")
+    return w, q
+
+
+def _questions_path(world: Path) -> Path:
+    return world.with_suffix(".questions.jsonl")
+
+
+def _questions(world: Path):
+    from agentworld.sim.worlds import Question
+
+    path = _questions_path(world)
+    if not path.exists():
+        raise fail(f"questions file not found: {path}", "agentworld sim world build writes it next to the database")
+    return [Question(**{**json.loads(line), "params": tuple(json.loads(line)["params"])}) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _scenario_and_checks(scenario, trajectory, record_id, tools, world, question):
+    from agentworld.sim import Scenario
+    from agentworld.sim.loading import InputError, load_scenario, load_tools, load_trajectory
+    from agentworld.sim.worlds import world_check, world_scenario
+
+    try:
+        w, q = _world(world, question)
+        if w is not None:
+            return world_scenario(w, q), [world_check(w)]
+        if scenario is not None:
+            return load_scenario(scenario), []
+        if trajectory is not None:
+            return Scenario.from_trajectory(load_trajectory(trajectory, record_id)), []
+        if tools is not None:
+            return Scenario(id=tools.stem, domain="mcp", tools=load_tools(tools)), []
+    except InputError as exc:
+        raise fail(str(exc), "check the file, or see agentworld sim --help") from None
+    raise fail("no scenario given", "pass --scenario, --trajectory, --tools or --world")
+
+
+def _perturbations(path: Path | None):
+    if path is None:
+        return None
+    from agentworld.sim import PerturbationSpec
+
+    try:
+        return PerturbationSpec.load(path)
+    except (OSError, ValueError) as exc:
+        raise fail(str(exc), "see configs/perturbations/ for examples") from None
+
+
+def _gen(temperature, max_tokens):
+    from agentworld.models import GenerationConfig
+
+    return GenerationConfig(temperature=temperature, max_tokens=max_tokens)
+
+
+@app.command()
+def serve(
+    backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER, source: Path = SOURCE,
+    base_url: str = BASE_URL, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
+    scenario: Path = SCENARIO, trajectory: Path = TRAJECTORY, record_id: str = RECORD_ID, tools: Path = TOOLS,
+    world: Path = WORLD, question: str = QUESTION, perturbations: Path = PERTURB, resample: int = RESAMPLE,
+    temperature: float = TEMPERATURE, max_tokens: int = MAX_TOKENS,
+    host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8000, "--port"),
+    max_sessions: int = typer.Option(256, "--max-sessions", help="Open sessions at most (more get 503)."),
+    max_inflight: int = typer.Option(32, "--max-inflight", help="Steps simulated at once."),
+    max_waiting: int = typer.Option(256, "--max-waiting", help="Steps waiting for a slot before 429."),
+    concurrency: int = typer.Option(8, "--concurrency", help="Concurrent backend calls."),
+) -> None:
+    """Serve sessions over HTTP (/reset /step /state /close) and WebSocket (/ws), OpenEnv style."""
+    import uvicorn
+
+    from agentworld.sim.server import create_app
+    from agentworld.sim.sessions import Limits, SessionManager
+
+    sc, _ = _scenario_and_checks(scenario, trajectory, record_id, tools, world, question)
+    wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain, concurrency=concurrency)
+    limits = Limits(max_sessions=max_sessions, max_inflight=max_inflight, max_waiting=max_waiting)
+    manager = SessionManager(wm, sc, perturbations=_perturbations(perturbations), config=_gen(temperature, max_tokens),
+                             limits=limits, resample=resample)
+    console.print(f"simulating [bold]{sc.domain}[/] scenario {sc.id!r} with {wm.model_id} on http://{host}:{port}")
+    uvicorn.run(create_app(manager), host=host, port=port, log_level="warning")
+
+
+@app.command()
+def mcp(
+    backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER, source: Path = SOURCE,
+    base_url: str = BASE_URL, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
+    scenario: Path = SCENARIO, trajectory: Path = TRAJECTORY, record_id: str = RECORD_ID, tools: Path = TOOLS,
+    perturbations: Path = PERTURB, resample: int = RESAMPLE, seed: int = typer.Option(0, "--seed"),
+    transport: str = typer.Option("stdio", "--transport", help="stdio | http (streamable HTTP at /mcp)"),
+    host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8001, "--port"),
+) -> None:
+    """Serve the scenario's tools as an MCP server whose results come from the world model."""
+    from agentworld.sim import SimEnv
+    from agentworld.sim.mcp_facade import SimulatedToolServer
+
+    sc, _ = _scenario_and_checks(scenario, trajectory, record_id, tools, None, None)
+    wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
+    try:
+        facade = SimulatedToolServer(SimEnv(wm, sc, perturbations=_perturbations(perturbations), resample=resample), seed=seed)
+    except ValueError as exc:
+        raise fail(str(exc), "pass --tools, or a --trajectory that declares tools") from None
+    if transport == "stdio":
+        asyncio.run(facade.serve_stdio())
+    elif transport == "http":
+        import uvicorn
+
+        console.print(f"MCP (streamable HTTP) on http://{host}:{port}/mcp with {len(facade.tools)} simulated tools")
+        uvicorn.run(facade.http_app(host=host), host=host, port=port, log_level="warning")
+    else:
+        raise fail(f"unknown transport {transport!r}", "use stdio or http")
+
+
+@app.command()
+def run(
+    actions: Path = typer.Argument(..., help="Actions: a trajectory JSONL (its turns' actions) or a JSON list."),
+    backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER, source: Path = SOURCE,
+    base_url: str = BASE_URL, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
+    scenario: Path = SCENARIO, record_id: str = RECORD_ID, tools: Path = TOOLS, world: Path = WORLD,
+    question: str = QUESTION, perturbations: Path = PERTURB, resample: int = RESAMPLE,
+    temperature: float = TEMPERATURE, max_tokens: int = MAX_TOKENS, seed: int = typer.Option(0, "--seed"),
+    out_path: Path = typer.Option(..., "--out", "-o", help="Append the simulated trajectory to this JSONL file."),
+) -> None:
+    """Play a sequence of actions in the simulator and record the episode (replayable)."""
+    from agentworld.jsonl import JsonlAppender
+    from agentworld.sim import SimEnv
+    from agentworld.sim.loading import InputError, load_actions
+
+    traj = actions if actions.suffix != ".json" and scenario is None and tools is None and world is None else None
+    sc, checks = _scenario_and_checks(scenario, traj, record_id, tools, world, question)
+    try:
+        acts = load_actions(actions, record_id)
+    except InputError as exc:
+        raise fail(str(exc), "give a trajectory JSONL or a JSON list of actions") from None
+    wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
+    env = SimEnv(wm, sc, perturbations=_perturbations(perturbations), config=_gen(temperature, max_tokens),
+                 resample=resample, checks=checks)
+    from agentworld.models import CacheMiss
+
+    try:
+        res = env.reset(seed=seed)
+        out.print(res.observation, markup=False, highlight=False)
+        for action in acts:
+            step = env.step(action)
+            console.print(f"[bold cyan]> {action}[/]", markup=True, highlight=False)
+            out.print(step.observation, markup=False, highlight=False)
+            for inj in step.info["injections"]:
+                console.print(f"[magenta]injected {inj['kind']} ({inj['mode']})[/]")
+            for c in step.info["ledger_conflicts"]:
+                console.print(f"[yellow]ledger conflict {c['kind']} on {c['key']}[/]")
+            if step.terminated or step.truncated:
+                break
+    except CacheMiss as exc:
+        raise fail(str(exc), "record the episode once with --cache-mode rw") from None
+    with JsonlAppender(out_path) as fh:
+        fh.append(env.record())
+    console.print(f"recorded {env.turn} turn(s) to {out_path}")
+
+
+@app.command()
+def replay(
+    trajectory: Path = typer.Argument(..., help="A simulated trajectory written by `agentworld sim run`."),
+    cache: Path = typer.Option(..., "--cache", help="The response cache the episode was recorded with."),
+    record_id: str = RECORD_ID, backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER,
+    source: Path = SOURCE, base_url: str = BASE_URL,
+) -> None:
+    """Re-run a recorded simulated episode from the cache in strict replay mode and compare."""
+    from agentworld.sim.loading import InputError, load_trajectory
+    from agentworld.sim.replay import ReplayMismatch, replay_episode
+
+    try:
+        traj = load_trajectory(trajectory, record_id)
+    except InputError as exc:
+        raise fail(str(exc)) from None
+    wm = _world_model(backend, model, path, adapter, source, base_url, cache, "replay", domain=traj.domain)
+    try:
+        n = replay_episode(wm, traj)
+    except ReplayMismatch as exc:
+        raise fail(str(exc), "the cache, backend flags or prompt version differ from the recording") from None
+    console.print(f"[green]replayed {n} turn(s) exactly[/]")
+
+
+@app.command()
+def drift(
+    env_id: str = typer.Option(..., "--env", help="Real environment id (agentworld.envs registry) or fictional-search."),
+    actions: Path = typer.Option(..., "--actions", help="Trajectory JSONL (its actions) or a JSON list of actions."),
+    record_id: str = RECORD_ID, backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER,
+    source: Path = SOURCE, base_url: str = BASE_URL, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
+    world: Path = WORLD, question: str = QUESTION, seed: int = typer.Option(0, "--seed"),
+    mode: str = typer.Option("forced", "--mode", help="forced (sim sees real history) | free (sim runs on its own)"),
+    threshold: float = typer.Option(3.0, "--threshold", help="Rule-score total under which a step diverges."),
+    report_path: Path = typer.Option(None, "--report", help="Write the per-step report as JSON."),
+) -> None:
+    """Run the same actions in a real environment and in the simulator; score each step."""
+    from agentworld.envs import make
+    from agentworld.sim import SimEnv
+    from agentworld.sim.drift import measure_drift, scenario_for
+    from agentworld.sim.loading import InputError, load_actions
+
+    try:
+        acts = load_actions(actions, record_id)
+    except InputError as exc:
+        raise fail(str(exc)) from None
+    checks: list[Any] = []
+    if env_id == "fictional-search":
+        from agentworld.sim.worlds import FictionalSearchEnv, world_check, world_scenario
+
+        w, q = _world(world, question)
+        if w is None:
+            raise fail("fictional-search needs --world", "build one with: agentworld sim world build")
+        real = FictionalSearchEnv(w, [q])
+        first = real.reset(seed=seed).observation
+        sc = world_scenario(w, q).model_copy(update={"first_observation": first, "max_turns": 10**6})
+        checks = [world_check(w)]
+    else:
+        try:
+            real = make(env_id)
+        except KeyError as exc:
+            raise fail(str(exc.args[0]), "pick an id from the list") from None
+        sc = scenario_for(real, real.reset(seed=seed).observation)
+    if mode not in ("forced", "free"):
+        raise fail(f"unknown mode {mode!r}", "use forced or free")
+    wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
+    try:
+        report = measure_drift(real, SimEnv(wm, sc, checks=checks), acts, env_name=env_id, seed=seed, mode=mode, threshold=threshold)  # type: ignore[arg-type]
+    finally:
+        real.close()
+    table = Table("turn", "score", "diverged", "conflicts", "action", title=f"drift: {env_id} ({mode})")
+    for s in report.steps:
+        table.add_row(str(s.turn), "-" if s.total is None else f"{s.total:.2f}", "yes" if s.diverged else "",
+                      str(s.conflicts), s.action[:60])
+    out.print(table)
+    console.print(report.summary())
+    if report_path:
+        report_path.write_text(report.model_dump_json(indent=1), encoding="utf-8")
+
+
+@world_app.command("build")
+def world_build(
+    out_path: Path = typer.Option(..., "--out", "-o", help="World database to write (SQLite)."),
+    seed: int = typer.Option(0, "--seed"),
+    questions: int = typer.Option(20, "--questions", help="Questions to derive from the database."),
+) -> None:
+    """Build a seeded fictional world and write its questions next to it (*.questions.jsonl)."""
+    from dataclasses import asdict
+
+    from agentworld.sim.worlds import FictionalWorld, build_world, write_questions
+
+    build_world(out_path, seed=seed)
+    qs = write_questions(out_path, seed=seed, count=questions)
+    _questions_path(out_path).write_text("".join(json.dumps(asdict(q), ensure_ascii=False) + "\n" for q in qs), encoding="utf-8")
+    w = FictionalWorld.load(out_path)
+    console.print(f"world {out_path}: {len(w.pages)} pages, {w.num_facts} facts, {len(qs)} questions")
+
+
+@world_app.command("show")
+def world_show(world: Path = typer.Argument(..., help="World database.")) -> None:
+    """List a world's questions and answers."""
+    table = Table("id", "kind", "question", "answers")
+    for q in _questions(world):
+        table.add_row(q.id, q.kind, q.text, "; ".join(q.answers))
+    out.print(table)
