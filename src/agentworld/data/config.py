@@ -1,0 +1,132 @@
+"""One config dataclass per dataset builder, shared by Python, YAML and the CLI.
+
+Every field carries its help text in ``metadata["help"]``; :func:`load_config` maps a
+YAML file onto a dataclass, rejecting unknown keys with the file name and the list of
+known ones, and checking types so a typo fails before hours of work, not after.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+C = TypeVar("C")
+
+
+def opt(default: Any, help: str, **kw: Any) -> Any:  # noqa: A002 - mirrors TRL's field(metadata={"help"})
+    """A dataclass field with help text."""
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help}, **kw)
+    return field(default=default, metadata={"help": help}, **kw)
+
+
+@dataclass
+class CommonConfig:
+    """Fields every builder shares."""
+
+    inputs: list[str] = opt([], "Trajectory JSONL files or directories of them (recorded, never test splits).")
+    output_dir: str = opt("runs/data", "Directory for the dataset (Parquet), the report and the resume log.")
+    seed: int = opt(0, "Seed of every random decision (split, loss keep, turn choice, prompt variant).")
+    test_fraction: float = opt(0.0, "Share of trajectories held out (by trajectory, leakage-checked); 0 = none.")
+    domains: list[str] = opt([], "Only these domains (empty = all).")
+    min_turns: int = opt(2, "Drop trajectories with fewer turns (after removing empty and no-change turns).")
+    workers: int = opt(0, "Worker processes for CPU-bound steps (0 = all cores).")
+
+
+@dataclass
+class CPTConfig(CommonConfig):
+    """Continued pre-training set: non-thinking trajectories with turn-level loss masking."""
+
+    tokenizer: str = opt("smol", "Target model's tokenizer: checkpoint folder, .gguf file, or 'smol'.")
+    max_length: int = opt(4096, "Tokens per packed row; longer samples are truncated (and counted).")
+    packing: bool = opt(True, "Pack samples into rows of max_length; position_ids restart per sample.")
+    loss_masking: bool = opt(True, "Apply turn-level loss masking (off: every observation is in the loss).")
+    knowledge: list[str] = opt([], "Domain-knowledge JSONL files (text, optional title/domain) as single-turn samples.")
+    system_variant: int = opt(0, "System-prompt wording variant for CPT samples.")
+
+
+@dataclass
+class SFTConfig(CommonConfig):
+    """SFT set by rejection sampling: k rollouts per query, judged, best kept above a threshold."""
+
+    backend: str = opt("retrieval", "World-model backend producing rollouts: openai, hf, smol or retrieval.")
+    backend_options: dict[str, Any] = opt({}, "Options passed to the backend (model, base_url, path, source...).")
+    k: int = opt(3, "Rollouts per query.")
+    temperature: float = opt(0.8, "Sampling temperature of the rollouts.")
+    max_tokens: int = opt(2048, "Token limit of one rollout.")
+    concurrency: int = opt(4, "Queries in flight at once.")
+    scorer: str = opt("rules", "Scorer: 'rules' (offline rule scorer) or 'llm' (LLM judge).")
+    judge_backend: str = opt("openai", "Backend of the LLM judge (scorer: llm).")
+    judge_options: dict[str, Any] = opt({}, "Options of the judge backend.")
+    threshold: float = opt(3.0, "Minimum judge total (1-5 mean) for a rollout to be kept.")
+    turn_policy: str = opt("spread", "Which turns become queries: all, spread or random.")
+    max_queries: int = opt(0, "Stop after this many queries (0 = all).")
+    require_reasoning: bool = opt(False, "Reject rollouts without a reasoning block.")
+
+
+@dataclass
+class RLConfig(CommonConfig):
+    """RL prompt pool: exactly one turn per trajectory, ground truth and rule verifiers attached."""
+
+    tokenizer: str = opt("smol", "Tokenizer used to measure prompt length: checkpoint folder, .gguf file, or 'smol'.")
+    max_prompt_tokens: int = opt(4096, "Prompt length cap; a trajectory whose every candidate turn is longer is dropped.")
+    prefer_verifiable: bool = opt(True, "Pick among turns that have a rule verifier when there are any.")
+    system_variants: bool = opt(True, "Sample a system-prompt wording variant per sample.")
+
+
+BUILDERS: dict[str, type] = {"cpt": CPTConfig, "sft": SFTConfig, "rl": RLConfig}
+
+
+def field_help(cls: type) -> dict[str, str]:
+    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+
+
+def _check_type(name: str, value: Any, annotation: Any, source: str) -> Any:
+    hint = annotation
+    origin = typing.get_origin(hint)
+    base = origin or hint
+    if isinstance(hint, types.UnionType):
+        base = tuple(typing.get_args(hint))
+    if base is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(base, type) and not isinstance(value, base) or (base is int and isinstance(value, bool)):
+        expected = getattr(base, "__name__", str(base))
+        raise ValueError(f"{source}: {name} must be {expected}, got {value!r}")
+    if base is list and value and typing.get_args(hint) == (str,):
+        return [str(v) for v in value]
+    return value
+
+
+def build_config(cls: type[C], data: dict[str, Any], source: str = "<config>") -> C:
+    """``cls`` from a mapping; unknown keys and wrong types raise ValueError naming ``source``."""
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in data.items():
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            tip = f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(sorted(known))}"
+            raise ValueError(f"{source}: unknown key {key!r}{tip}")
+        kwargs[key] = _check_type(key, value, hints[key], source)
+    return cls(**kwargs)
+
+
+def load_config(cls: type[C], path: str | Path, overrides: dict[str, Any] | None = None) -> C:
+    """Read a YAML config file into ``cls``; ``overrides`` (e.g. CLI flags) win."""
+    path = Path(path)
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of keys to values, got {type(data).__name__}")
+    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return build_config(cls, data, str(path))
+
+
+def config_dict(config: Any) -> dict[str, Any]:
+    return dataclasses.asdict(config)
