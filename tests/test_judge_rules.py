@@ -22,7 +22,7 @@ def test_clamp_and_total():
     assert [clamp_score(v) for v in (3, 4.0, "5", 0, 6, 2.5, True, None, "x")] == [3, 4, 5, 0, 0, 0, 0, 0, 0]
     assert sample_total({"format": 4, "factuality": 0, "consistency": 2, "realism": 0, "quality": 0}) == 3.0
     assert sample_total(dict.fromkeys(DIMENSIONS, 0)) is None
-    j = Judgement(judge="x", scores={"format": 5, "quality": "3", "realism": 9})
+    j = Judgement(judge="x", scores={"format": 5, "quality": "3", "realism": 9, "factuality": "x", "consistency": [1]})
     assert j.scores == {"format": 5, "factuality": 0, "consistency": 0, "realism": 0, "quality": 3}
     assert j.total == 4.0 and j.ok
     assert not Judgement(judge="x").ok  # nothing valid

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 if TYPE_CHECKING:
     from agentworld.bench.format import BenchSample
@@ -75,9 +75,15 @@ class Judgement(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
     """Scorer-specific evidence, e.g. the measurements the rule scorer used."""
 
+    @field_validator("scores", mode="before")
+    @classmethod
+    def _clamp(cls, value: Any) -> dict[str, int]:
+        # A judge may write anything where a score belongs; invalid becomes 0, never an error.
+        value = value if isinstance(value, dict) else {}
+        return {d: clamp_score(value.get(d, 0)) for d in DIMENSIONS}
+
     @model_validator(mode="after")
     def _derive(self) -> Judgement:
-        self.scores = {d: clamp_score(self.scores.get(d, 0)) for d in DIMENSIONS}
         if self.total is None:
             self.total = sample_total(self.scores)
         self.ok = self.error is None and self.total is not None
