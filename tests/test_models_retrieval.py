@@ -53,7 +53,7 @@ async def test_domain_option_and_n_samples(tmp_path: Path) -> None:
     preds = await wm.predict(build_messages("sys", [], "python3 --version"), GenerationConfig(n=4))
     assert [p.observation for p in preds][0] == "Python 3.11.2"
     assert len({p.observation for p in preds}) == 3  # 3 distinct past turns, then repeats
-    assert backend.model_id.startswith("bm25:trajs.jsonl@") and backend.model_id.endswith("ctx0")
+    assert backend.model_id.startswith("bm25:trajs.jsonl@") and ":ctx0" in backend.model_id
 
 
 def test_bench_dir_source_answers_its_own_turns(awbench_dir: Path) -> None:

@@ -18,6 +18,7 @@ app.add_typer(bench.app, name="bench")
 app.add_typer(sim.app, name="sim")
 app.add_typer(train.app, name="train")
 app.add_typer(predict.app, name="predict")
+app.command("serve")(predict.serve)
 
 
 def _version(value: bool) -> None:

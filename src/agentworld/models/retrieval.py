@@ -13,6 +13,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from agentworld.bench.format import SUFFIX, BenchSample, as_text
 from agentworld.domains import DOMAINS, get_domain
 from agentworld.jsonl import read_jsonl
@@ -26,20 +28,49 @@ _SPLITTER = r"(?u)\w+"
 
 
 @dataclass(frozen=True)
-class Doc:
-    """One indexed past turn."""
+class PastTurn:
+    """A turn found in the source, with the turns before it."""
 
-    text: str
+    history: list[tuple[str, str]]
+    action: str
     observation: str
+    reasoning: str | None = None
 
 
-def turn_text(action: str, history: list[tuple[str, str]], context_turns: int) -> str:
-    """What BM25 sees for a turn: the action twice (so it outweighs the context), then the
-    last ``context_turns`` actions and observations before it."""
-    parts = [action, action]
-    for act, obs in history[-context_turns:] if context_turns > 0 else []:
-        parts += [act, obs]
-    return "\n".join(parts)
+def context_text(history: list[tuple[str, str]], context_turns: int) -> str:
+    """The last ``context_turns`` actions and observations before a turn."""
+    recent = history[-context_turns:] if context_turns > 0 else []
+    return "\n".join(f"{act}\n{obs}" for act, obs in recent)
+
+
+class DomainIndex:
+    """BM25 over one domain's past turns. A turn scores by its action plus, at a lower
+    weight, its recent context: the action decides, the context breaks ties between
+    turns that ran the same action in different states."""
+
+    def __init__(self, turns: list[PastTurn], context_turns: int, context_weight: float):
+        import bm25s
+        from bm25s.tokenization import Tokenizer
+
+        self.turns = turns
+        self.context_turns = context_turns
+        self.context_weight = context_weight
+        # bm25s wants dense token ids per index, so each index has its own vocabulary.
+        self._parts = []
+        for texts in ([t.action for t in turns], [context_text(t.history, context_turns) for t in turns]):
+            tok = Tokenizer(lower=True, splitter=_SPLITTER, stopwords=None)
+            index = bm25s.BM25()
+            index.index(tok.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False), show_progress=False)
+            self._parts.append((tok, index))
+
+    def scores(self, action: str, history: list[tuple[str, str]]) -> np.ndarray:
+        (atok, actions), (ctok, contexts) = self._parts
+        out = actions.get_scores(atok.tokenize([action], update_vocab=False, return_as="ids", show_progress=False)[0])
+        if self.context_weight and self.context_turns:
+            query = context_text(history, self.context_turns)
+            ids = ctok.tokenize([query], update_vocab=False, return_as="ids", show_progress=False)[0]
+            out = out + self.context_weight * contexts.get_scores(ids)
+        return out
 
 
 def _source_files(source: Path) -> list[Path]:
@@ -54,25 +85,29 @@ def _source_files(source: Path) -> list[Path]:
     return files
 
 
-def load_turns(source: Path) -> dict[str, list[tuple[list[tuple[str, str]], str, str]]]:
-    """Per domain, ``(history, action, observation)`` for every turn found under ``source``.
+def load_turns(source: Path) -> dict[str, list[PastTurn]]:
+    """Per domain, every distinct turn found under ``source``.
 
     ``*_test.jsonl`` files are read as AgentWorldBench samples (each evaluated turn once,
     duplicates across samples dropped), every other ``.jsonl`` file as trajectories.
     """
-    out: dict[str, list[tuple[list[tuple[str, str]], str, str]]] = {}
+    out: dict[str, list[PastTurn]] = {}
     seen: set[str] = set()
     for path in _source_files(source):
         if path.name.endswith(SUFFIX):
             for s in read_jsonl(path, BenchSample).items:
-                _add(out, seen, s.domain, [(as_text(a), as_text(o)) for a, o in zip(s.prompt, s.response)])
+                pairs = [(as_text(a), as_text(o)) for a, o in zip(s.prompt, s.response)]
+                _add(out, seen, s.domain, pairs, [None] * len(pairs))
         else:
             for traj in read_jsonl(path, Trajectory).items:
-                _add(out, seen, traj.domain, [(t.action, t.observation) for t in traj.turns])
+                pairs = [(t.action, t.observation) for t in traj.turns]
+                _add(out, seen, traj.domain, pairs, [t.reasoning for t in traj.turns])
     return out
 
 
-def _add(out: dict, seen: set[str], domain: str, pairs: list[tuple[str, str]]) -> None:
+def _add(
+    out: dict[str, list[PastTurn]], seen: set[str], domain: str, pairs: list[tuple[str, str]], reasoning: list[str | None]
+) -> None:
     # Samples of one trajectory repeat its earlier turns: a turn is known by its whole
     # prefix, so each distinct past turn is indexed once.
     digest = hashlib.sha256(domain.encode())
@@ -81,7 +116,7 @@ def _add(out: dict, seen: set[str], domain: str, pairs: list[tuple[str, str]]) -
         key = digest.copy().hexdigest()
         if key not in seen:
             seen.add(key)
-            out.setdefault(domain, []).append((pairs[:t], action, obs))
+            out.setdefault(domain, []).append(PastTurn(pairs[:t], action, obs, reasoning[t]))
 
 
 def query_of(messages: list[Message]) -> tuple[str | None, list[tuple[str, str]], str]:
@@ -108,36 +143,28 @@ class RetrievalBackend(Backend):
 
     name = "retrieval"
 
-    def __init__(self, source: str | Path, *, domain: str | None = None, context_turns: int = 2):
-        import bm25s
-        from bm25s.tokenization import Tokenizer
-
+    def __init__(
+        self,
+        source: str | Path,
+        *,
+        domain: str | None = None,
+        context_turns: int = 2,
+        context_weight: float = 0.3,
+    ):
         self.source = Path(source)
         self.domain = get_domain(domain).name if domain else None
-        self.context_turns = context_turns
         turns = load_turns(self.source)
         if self.domain:
             turns = {self.domain: turns.get(self.domain, [])}
         if not any(turns.values()):
-            raise BackendError(f"no turns to index in {self.source}" + (f" for domain {self.domain}" if self.domain else ""))
-        self._bm25 = bm25s
-        self._tokenizers: dict[str, Tokenizer] = {}
-        self._indexes: dict[str, tuple[object, list[Doc]]] = {}
-        for dom, items in turns.items():
-            if not items:
-                continue
-            docs = [Doc(turn_text(a, h, context_turns), o) for h, a, o in items]
-            tok = Tokenizer(lower=True, splitter=_SPLITTER, stopwords=None)
-            ids = tok.tokenize([d.text for d in docs], update_vocab=True, return_as="ids", show_progress=False)
-            index = bm25s.BM25()
-            index.index(ids, show_progress=False)
-            self._tokenizers[dom] = tok
-            self._indexes[dom] = (index, docs)
+            where = f" for domain {self.domain}" if self.domain else ""
+            raise BackendError(f"no turns to index in {self.source}{where}")
+        self._indexes = {d: DomainIndex(t, context_turns, context_weight) for d, t in turns.items() if t}
         digest = hashlib.sha256()
         for p in _source_files(self.source):
             st = p.stat()
             digest.update(f"{p}:{st.st_size}:{st.st_mtime_ns}".encode())
-        self._model_id = f"bm25:{self.source.name}@{digest.hexdigest()[:12]}:ctx{context_turns}"
+        self._model_id = f"bm25:{self.source.name}@{digest.hexdigest()[:12]}:ctx{context_turns}x{context_weight:g}"
 
     @property
     def model_id(self) -> str:
@@ -145,7 +172,7 @@ class RetrievalBackend(Backend):
 
     @property
     def num_docs(self) -> dict[str, int]:
-        return {d: len(docs) for d, (_, docs) in self._indexes.items()}
+        return {d: len(index.turns) for d, index in self._indexes.items()}
 
     def domain_of(self, system: str | None) -> str | None:
         if self.domain:
@@ -156,25 +183,24 @@ class RetrievalBackend(Backend):
                     return d
         return None
 
-    def nearest(self, messages: list[Message], k: int = 1) -> list[tuple[float, Doc]]:
+    def nearest(self, messages: list[Message], k: int = 1) -> list[tuple[float, PastTurn]]:
         """The ``k`` best past turns for the action in ``messages``, best first."""
         system, history, action = query_of(messages)
         domain = self.domain_of(system)
-        query = turn_text(action, history, self.context_turns)
-        found: list[tuple[float, Doc]] = []
+        found: list[tuple[float, PastTurn]] = []
         for dom in [domain] if domain else list(self._indexes):
-            index, docs = self._indexes[dom]
-            ids = self._tokenizers[dom].tokenize([query], update_vocab=False, return_as="ids", show_progress=False)
-            hits, scores = index.retrieve(ids, k=min(k, len(docs)), show_progress=False)
-            found += [(float(s), docs[int(i)]) for i, s in zip(hits[0], scores[0])]
+            index = self._indexes[dom]
+            scores = index.scores(action, history)
+            # Stable sort: among equal scores the earlier turn in the store wins.
+            for i in np.argsort(-scores, kind="stable")[:k]:
+                found.append((float(scores[i]), index.turns[int(i)]))
         found.sort(key=lambda x: -x[0])
         return found[:k]
 
     async def complete(self, messages: list[Message], config: GenerationConfig) -> list[Completion]:
         n = config.n or 1
         hits = self.nearest(messages, k=n)
-        # Fewer past turns than samples asked for: repeat the best ones.
-        return [
-            Completion(text=format_observation(hits[i % len(hits)][1].observation), finish_reason="stop")
-            for i in range(n)
-        ]
+        # Fewer past turns than samples asked for: repeat the best ones. A past turn with
+        # reasoning (a thinking-style target) is answered with its reasoning too.
+        turns = [hits[i % len(hits)][1] for i in range(n)]
+        return [Completion(text=format_observation(t.observation, t.reasoning), finish_reason="stop") for t in turns]

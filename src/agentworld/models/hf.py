@@ -1,0 +1,175 @@
+"""The ``hf`` backend: a local Hugging Face checkpoint folder, optionally with a PEFT adapter.
+
+Concurrent calls are batched (left padding, one ``generate`` per batch) by
+:class:`~agentworld.models._batching.Batcher`. On CUDA the model runs in bf16; on CPU it
+runs in fp32, with bf16 autocast only where a quick measurement at load time shows it
+is faster on this machine (``autocast="auto"``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentworld.models._batching import Batcher
+from agentworld.models.base import Backend, Completion, GenerationConfig, Message
+
+
+def folder_revision(*folders: Path | None) -> str:
+    """A short revision id from configs and weight file names, sizes and mtimes (cheap:
+    hashing hundreds of MB of weights on every load would cost seconds)."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        if folder is None:
+            continue
+        for p in sorted(Path(folder).iterdir()):
+            if p.suffix == ".json":
+                digest.update(p.read_bytes())
+            elif p.is_file():
+                st = p.stat()
+                digest.update(f"{p.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return digest.hexdigest()[:12]
+
+
+class HFBackend(Backend):
+    """Generate with ``transformers`` from a checkpoint folder (plus optional adapter)."""
+
+    name = "hf"
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        adapter: str | Path | None = None,
+        device: str | None = None,
+        autocast: str = "auto",
+        max_batch: int = 16,
+        model_name: str | None = None,
+        load_options: dict[str, Any] | None = None,
+    ):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.path = Path(path)
+        if not (self.path / "config.json").exists() and not load_options:
+            raise FileNotFoundError(f"not a Hugging Face checkpoint folder (no config.json): {self.path}")
+        self.adapter = Path(adapter) if adapter else None
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        options = dict(load_options or {})
+        if self.device.startswith("cuda"):
+            options.setdefault("dtype", torch.bfloat16)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.path, **{k: v for k, v in options.items() if k == "gguf_file"})
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        model = AutoModelForCausalLM.from_pretrained(self.path, **options)
+        if self.adapter is not None:
+            from peft import PeftModel
+
+            # Merged once so generation costs the same as the base model.
+            model = PeftModel.from_pretrained(model, self.adapter).merge_and_unload()
+        self.model = model.to(self.device).eval()
+        self._torch = torch
+        self.autocast = self._choose_autocast(autocast)
+        self._model_name = model_name or self.path.name
+        self._revision = folder_revision(self.path if not load_options else None, self.adapter)
+        self.batcher: Batcher[tuple[list[Message], int], list[Completion]] = Batcher(
+            self._generate_batch, max_rows=max_batch
+        )
+
+    @property
+    def model_id(self) -> str:
+        return f"{self._model_name}@{self._revision}"
+
+    # -- precision -------------------------------------------------------------------
+    def _choose_autocast(self, mode: str) -> bool:
+        if mode not in ("auto", "on", "off"):
+            raise ValueError("autocast must be auto, on or off")
+        if self.device != "cpu" or mode == "off":
+            return False
+        if mode == "on":
+            return True
+        # Measure: bf16 autocast only pays off on CPUs with native bf16 support.
+        ids = self._torch.randint(0, len(self.tokenizer), (4, 64))
+        timings = {}
+        for flag in (False, True, False, True):
+            start = time.perf_counter()
+            with self._torch.inference_mode(), self._torch.autocast("cpu", dtype=self._torch.bfloat16, enabled=flag):
+                self.model(input_ids=ids)
+            timings[flag] = time.perf_counter() - start  # second round: warmed up
+        return timings[True] < timings[False] * 0.9
+
+    # -- generation ------------------------------------------------------------------
+    def prompt_text(self, messages: list[Message]) -> str:
+        return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+    async def complete(self, messages: list[Message], config: GenerationConfig) -> list[Completion]:
+        n = config.n or 1
+        return await self.batcher.submit(_batch_key(config), (messages, n), size=n)
+
+    def _generate_batch(self, key: Hashable, items: Sequence[tuple[list[Message], int]]) -> list[list[Completion]]:
+        torch = self._torch
+        cfg = GenerationConfig(**dict(key))  # type: ignore[arg-type]
+        texts = [self.prompt_text(m) for m, n in items for _ in range(n)]
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        sample = (cfg.temperature or 0.0) > 0
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": cfg.max_tokens,
+            "do_sample": sample,
+            "pad_token_id": self.tokenizer.pad_token_id,
+        }
+        if sample:
+            kwargs.update(temperature=cfg.temperature, top_p=cfg.top_p or 1.0, top_k=cfg.top_k or 0)
+        else:  # override sampling defaults shipped in generation_config.json
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        if cfg.stop:
+            kwargs.update(stop_strings=list(cfg.stop), tokenizer=self.tokenizer)
+        with torch.random.fork_rng(devices=[] if self.device == "cpu" else None):
+            if cfg.seed is not None:
+                torch.manual_seed(cfg.seed)
+            with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast):
+                out = self.model.generate(**enc, **kwargs)
+        gen = out[:, enc["input_ids"].shape[1] :].tolist()
+        prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
+        rows = [self._completion(g, int(p), cfg) for g, p in zip(gen, prompt_lens)]
+        results, pos = [], 0
+        for _, n in items:
+            results.append(rows[pos : pos + n])
+            pos += n
+        return results
+
+    def _completion(self, tokens: list[int], prompt_tokens: int, cfg: GenerationConfig) -> Completion:
+        eos = self.model.generation_config.eos_token_id
+        # Rows that finished early are filled with padding: it ends a completion too.
+        eos_ids = set(eos if isinstance(eos, list) else [eos])
+        eos_ids |= {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}
+        cut = next((i for i, t in enumerate(tokens) if t in eos_ids), None)
+        kept = tokens if cut is None else tokens[:cut]
+        text = self.tokenizer.decode(kept, skip_special_tokens=True)
+        finish = "stop" if cut is not None else "length"
+        for s in cfg.stop or ():
+            if s in text:
+                text, finish = text[: text.index(s)], "stop"
+        return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=len(kept), finish_reason=finish)
+
+    def generate_once(self, messages: list[Message], config: GenerationConfig | None = None) -> list[Completion]:
+        """Synchronous, unbatched generation (for scripts and benchmarks)."""
+        cfg = (config or GenerationConfig()).resolved()
+        return self._generate_batch(_batch_key(cfg), [(messages, cfg.n or 1)])[0]
+
+    async def aclose(self) -> None:
+        self.model = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"HFBackend({self.model_id}, device={self.device}, autocast={self.autocast})"
+
+
+
+def _batch_key(config: GenerationConfig) -> Hashable:
+    """Requests batch together when every resolved setting but ``n`` is equal."""
+    settings = config.resolved().to_dict()
+    settings.pop("n", None)
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in settings.items()))

@@ -1,0 +1,173 @@
+"""An OpenAI-compatible HTTP server in front of any backend.
+
+``POST /v1/chat/completions`` and ``GET /v1/models`` speak the OpenAI wire format, so
+any tool with an OpenAI client can use the embedded model, a local checkpoint or the
+retrieval baseline. Requests are handled concurrently; local backends batch whatever
+arrives together. ``fail_rate`` makes a seeded share of requests fail with 429 or 503,
+for testing clients' retry logic against a real server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agentworld.models.base import Backend, BackendError, GenerationConfig, Message
+from agentworld.parsing import split_reasoning as split_think
+from agentworld.seeding import unit_hash
+
+
+class ChatRequest(BaseModel):
+    """The subset of the chat-completions request a world model uses; the rest is ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    messages: list[dict[str, Any]]
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    seed: int | None = None
+    n: int | None = None
+    stop: str | list[str] | None = None
+    stream: bool = False
+
+    def generation_config(self) -> GenerationConfig:
+        stop = [self.stop] if isinstance(self.stop, str) else self.stop
+        return GenerationConfig(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            max_tokens=self.max_completion_tokens or self.max_tokens,
+            seed=self.seed,
+            n=self.n,
+            stop=tuple(stop) if stop else None,
+        ).resolved()
+
+    def chat_messages(self) -> list[Message]:
+        out = []
+        for m in self.messages:
+            content = m.get("content") or ""
+            if isinstance(content, list):  # content parts: keep the text ones
+                content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            out.append({"role": str(m.get("role", "user")), "content": str(content)})
+        return out
+
+
+def _error(status: int, message: str, kind: str) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"error": {"message": message, "type": kind, "code": status}})
+
+
+def create_app(
+    backend: Backend,
+    *,
+    model_name: str | None = None,
+    fail_rate: float = 0.0,
+    seed: int = 0,
+    split_reasoning: bool = False,
+) -> FastAPI:
+    """The server app for ``backend``; ``model_name`` is what ``/v1/models`` lists.
+
+    ``split_reasoning`` moves ``<think>`` blocks out of the content into
+    ``reasoning_content``, as reasoning parsers of inference servers do.
+    """
+    if not 0.0 <= fail_rate < 1.0:
+        raise ValueError("fail_rate must be in [0, 1)")
+    served = model_name or backend.model_id
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await backend.aclose()
+
+    app = FastAPI(title="agentworld world model", version="1", lifespan=lifespan)
+    counters = {"requests": 0, "injected_failures": 0, "errors": 0, "in_flight": 0, "peak_in_flight": 0}
+    created = int(time.time())
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok", "model": served}
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": served, "object": "model", "created": created, "owned_by": "agentworld"}]}
+
+    @app.get("/stats")
+    async def stats() -> dict[str, Any]:
+        batcher = getattr(backend, "batcher", None)
+        extra = {"batches": batcher.batches, "rows": batcher.rows, "peak_batch_rows": batcher.peak_rows} if batcher else {}
+        return {**counters, **extra}
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> Any:
+        counters["requests"] += 1
+        number = counters["requests"]
+        try:
+            body = ChatRequest.model_validate(await request.json())
+        except (ValidationError, ValueError) as exc:
+            return _error(400, f"invalid request: {exc}", "invalid_request_error")
+        if body.stream:
+            return _error(400, "streaming is not supported by this server", "invalid_request_error")
+        # Seeded by the request's arrival number: the same run fails the same requests.
+        if fail_rate and unit_hash(seed, "fail", number) < fail_rate:
+            counters["injected_failures"] += 1
+            if unit_hash(seed, "kind", number) < 0.5:
+                return _error(429, "injected failure: rate limited", "rate_limit_error")
+            return _error(503, "injected failure: overloaded", "server_error")
+        config = body.generation_config()
+        counters["in_flight"] += 1
+        counters["peak_in_flight"] = max(counters["peak_in_flight"], counters["in_flight"])
+        try:
+            completions = await backend.complete(body.chat_messages(), config)
+        except BackendError as exc:
+            counters["errors"] += 1
+            return _error(400, str(exc), "invalid_request_error")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            counters["errors"] += 1
+            return _error(500, f"{type(exc).__name__}: {exc}", "server_error")
+        finally:
+            counters["in_flight"] -= 1
+        choices = []
+        for i, c in enumerate(completions):
+            content, reasoning = c.text, c.reasoning
+            if split_reasoning:
+                content, thought = split_think(content)
+                content = content.strip("\n")
+                reasoning = "\n".join(r for r in (reasoning, thought) if r) or None
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if reasoning:
+                message["reasoning_content"] = reasoning
+            choices.append({"index": i, "message": message, "finish_reason": c.finish_reason or "stop"})
+        prompt_tokens = (completions[0].prompt_tokens or 0) if completions else 0
+        completion_tokens = sum(c.completion_tokens or 0 for c in completions)
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": served,
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+    return app
+
+
+def run_server(app: FastAPI, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning") -> None:
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, log_level=log_level)

@@ -1,0 +1,176 @@
+"""``agentworld serve`` as a real subprocess, and the ``openai`` backend talking to it."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agentworld.models import GenerationConfig, WorldModel
+from agentworld.models.openai_api import OpenAIBackend
+from agentworld.models.tiny import build_tiny_checkpoint
+from agentworld.prompts import build_messages, build_system_prompt
+from agentworld.trajectory import Trajectory, Turn, write_trajectories
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(*args: str) -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentworld", "serve", *args, "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited: {proc.stdout.read().decode()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("server did not come up")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("store") / "trajs.jsonl"
+    turns = [Turn(action=f"echo {w}", observation=f"{w}\nroot@sandbox:/workspace#") for w in ("alpha", "beta", "gamma")]
+    turns.append(Turn(action="whoami", observation="root", reasoning="The sandbox runs as root."))
+    write_trajectories(path, [Trajectory(id="t", domain="terminal", turns=turns)])
+    return path
+
+
+@pytest.fixture(scope="module")
+def retrieval_server(store: Path) -> Iterator[str]:
+    yield from _serve("--backend", "retrieval", "--source", str(store), "--served-model-name", "wm")
+
+
+@pytest.fixture(scope="module")
+def flaky_server(store: Path) -> Iterator[str]:
+    yield from _serve(
+        "--backend", "retrieval", "--source", str(store), "--served-model-name", "wm",
+        "--fail-rate", "0.4", "--seed", "7", "--split-reasoning",
+    )
+
+
+@pytest.fixture(scope="module")
+def hf_server(tmp_path_factory) -> Iterator[str]:
+    ckpt = build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "ckpt")
+    yield from _serve("--backend", "hf", "--path", str(ckpt), "--served-model-name", "tiny")
+
+
+def _msgs(action: str) -> list[dict[str, str]]:
+    return build_messages(build_system_prompt("terminal"), [], action)
+
+
+def _client(url: str, **kw) -> OpenAIBackend:
+    return OpenAIBackend("wm", base_url=f"{url}/v1", backoff_s=0.01, backoff_max_s=0.05, jitter_seed=0, **kw)
+
+
+async def test_models_and_completion(retrieval_server: str) -> None:
+    listed = httpx.get(f"{retrieval_server}/v1/models").json()
+    assert [m["id"] for m in listed["data"]] == ["wm"]
+    wm = WorldModel(_client(retrieval_server))
+    [pred] = await wm.predict(_msgs("echo beta"))
+    assert pred.ok and pred.observation == "beta\nroot@sandbox:/workspace#"
+    assert pred.backend == "openai" and pred.model == "wm"
+    # A <think> block left in the content is still reasoning, not observation.
+    [pred] = await wm.predict(_msgs("whoami"))
+    assert pred.ok and pred.observation == "root" and pred.reasoning == "The sandbox runs as root."
+    await wm.aclose()
+
+
+def test_wire_format(retrieval_server: str) -> None:
+    body = {"model": "wm", "messages": _msgs("echo gamma"), "n": 2, "max_tokens": 50}
+    r = httpx.post(f"{retrieval_server}/v1/chat/completions", json=body).json()
+    assert r["object"] == "chat.completion" and len(r["choices"]) == 2
+    assert r["choices"][0]["message"]["role"] == "assistant"
+    assert "gamma" in r["choices"][0]["message"]["content"]
+    bad = httpx.post(f"{retrieval_server}/v1/chat/completions", json={"messages": "nope"})
+    assert bad.status_code == 400 and "error" in bad.json()
+    wrong_turn = httpx.post(f"{retrieval_server}/v1/chat/completions", json={"messages": [{"role": "assistant", "content": "x"}]})
+    assert wrong_turn.status_code == 400
+
+
+async def test_retries_ride_out_a_flaky_server(flaky_server: str) -> None:
+    backend = _client(flaky_server, max_retries=10)
+    wm = WorldModel(backend, concurrency=4)
+    actions = [f"echo {w}" for w in ("alpha", "beta", "gamma")] * 4
+    results = {i: p async for i, p in wm.map([_msgs(a) for a in actions])}
+    assert all(results[i][0].ok for i in range(len(actions)))
+    injected = httpx.get(f"{flaky_server}/stats").json()["injected_failures"]
+    assert injected > 0 and backend.usage.retries == injected
+    assert backend.usage.requests == len(actions) + injected and backend.usage.failures == 0
+    # Reasoning split out by the server arrives as reasoning_content.
+    [pred] = await wm.predict(_msgs("whoami"))
+    assert pred.ok and pred.reasoning == "The sandbox runs as root." and "<think>" not in pred.text
+    await wm.aclose()
+
+
+async def test_without_retries_failures_are_reported_not_raised(flaky_server: str) -> None:
+    backend = _client(flaky_server, max_retries=0)
+    wm = WorldModel(backend, concurrency=4)
+    preds = [p async for _, [p] in wm.map([_msgs("echo alpha")] * 20)]
+    failed = [p for p in preds if p.error]
+    assert failed and len(failed) < 20
+    assert all(("RateLimitError" in p.error or "InternalServerError" in p.error) for p in failed)
+    assert backend.usage.failures == len(failed) == wm.stats.failures
+    await wm.aclose()
+
+
+async def test_concurrency_limit_and_batching(hf_server: str) -> None:
+    backend = OpenAIBackend("tiny", base_url=f"{hf_server}/v1")
+    wm = WorldModel(backend, concurrency=3)
+    msgs = [_msgs(f"ls {'-l ' * i}") for i in range(12)]
+    config = GenerationConfig(max_tokens=8)
+    preds = {i: p async for i, p in wm.map(msgs, config)}
+    assert len(preds) == 12 and not any(p[0].error for p in preds.values())
+    assert all(p[0].completion_tokens and p[0].prompt_tokens for p in preds.values())
+    assert wm.stats.peak_in_flight == 3
+    stats = httpx.get(f"{hf_server}/stats").json()
+    assert stats["peak_in_flight"] <= 3
+    # 16 clients at once: the server batches them into few generate calls.
+    wide = WorldModel(OpenAIBackend("tiny", base_url=f"{hf_server}/v1"), concurrency=16)
+    before = httpx.get(f"{hf_server}/stats").json()
+    _ = [p async for p in wide.map(msgs + msgs[:4], config)]
+    after = httpx.get(f"{hf_server}/stats").json()
+    assert after["peak_batch_rows"] > 1 and after["batches"] - before["batches"] < 16
+    await wm.aclose()
+    await wide.aclose()
+
+
+def test_openai_backend_needs_a_model(monkeypatch) -> None:
+    from agentworld.models import BackendError
+
+    monkeypatch.delenv("AGENTWORLD_MODEL", raising=False)
+    monkeypatch.delenv("OPENAI_MODEL", raising=False)
+    with pytest.raises(BackendError, match="model"):
+        OpenAIBackend(base_url="http://127.0.0.1:9/v1")
+    monkeypatch.setenv("AGENTWORLD_MODEL", "m")
+    monkeypatch.setenv("AGENTWORLD_BASE_URL", "http://127.0.0.1:9/v1")
+    b = OpenAIBackend(revision="r1")
+    assert b.model_id == "m@r1" and str(b.client.base_url).startswith("http://127.0.0.1:9")
+    kwargs = b.request([{"role": "user", "content": "x"}], GenerationConfig(top_k=20, seed=3, n=2, stop=("END",)))
+    assert kwargs["extra_body"] == {"top_k": 20} and kwargs["seed"] == 3 and kwargs["n"] == 2
+    assert kwargs["stop"] == ["END"]
