@@ -90,23 +90,17 @@ class SimEnv(Env):
 
     def step(self, action: str) -> Step:
         messages, injections = self._prepare(action)
-        preds = self.wm.predict_sync(messages, self.config)
-        chosen, conflicts, tries = preds[0], self._conflicts(action, preds[0]), 0
-        while conflicts and tries < self.resample:
-            tries += 1
-            cand = self.wm.predict_sync(messages, self._resample_config(tries))[0]
-            chosen, conflicts = self._better(action, chosen, conflicts, cand)
-        return self._finish(action, chosen, conflicts, tries, injections)
+        first = self.wm.predict_sync(messages, self.config)[0]
+        conflicts = self._conflicts(action, first)
+        extra = self.wm.predict_sync(messages, self._resample_config()) if conflicts and self.resample else []
+        return self._finish(action, *self._choose(action, first, conflicts, extra), injections)
 
     async def astep(self, action: str) -> Step:
         messages, injections = self._prepare(action)
-        preds = await self.wm.predict(messages, self.config)
-        chosen, conflicts, tries = preds[0], self._conflicts(action, preds[0]), 0
-        while conflicts and tries < self.resample:
-            tries += 1
-            cand = (await self.wm.predict(messages, self._resample_config(tries)))[0]
-            chosen, conflicts = self._better(action, chosen, conflicts, cand)
-        return self._finish(action, chosen, conflicts, tries, injections)
+        first = (await self.wm.predict(messages, self.config))[0]
+        conflicts = self._conflicts(action, first)
+        extra = await self.wm.predict(messages, self._resample_config()) if conflicts and self.resample else []
+        return self._finish(action, *self._choose(action, first, conflicts, extra), injections)
 
     def context(self) -> dict[str, Any]:
         return self.state.scenario.trajectory_context()
@@ -227,14 +221,15 @@ class SimEnv(Env):
         semantic = [i.detail for i in injections if i.mode == "semantic"]
         return self.messages_for(action, semantic), injections
 
-    def _resample_config(self, attempt: int) -> GenerationConfig:
+    def _resample_config(self) -> GenerationConfig:
         base = self.wm.settings(self.config)
-        # Another seed (and some temperature if greedy) so the retry can differ; still a
-        # pure function of (session seed, turn, attempt) so replays reproduce it.
+        # ``resample`` alternatives in one call, with another seed (and some temperature
+        # if greedy) so they can differ; a pure function of (session seed, turn) so a
+        # replay asks the cache for exactly the same samples.
         retry = GenerationConfig(
-            seed=(self.state.seed * 1_000_003 + self.turn * 101 + attempt) % 2**31,
+            seed=(self.state.seed * 1_000_003 + self.turn * 101 + 1) % 2**31,
             temperature=base.temperature or 0.8,
-            n=1,
+            n=self.resample,
         )
         return (self.config or GenerationConfig()).merged(retry)
 
@@ -246,13 +241,18 @@ class SimEnv(Env):
             found.extend(check(action, pred.observation))
         return found
 
-    def _better(self, action: str, chosen: Prediction, conflicts: list[Conflict], cand: Prediction) -> tuple[Prediction, list[Conflict]]:
-        if not cand.ok:
-            return chosen, conflicts
-        cand_conflicts = self._conflicts(action, cand)
-        if not chosen.ok or len(cand_conflicts) < len(conflicts):
-            return cand, cand_conflicts
-        return chosen, conflicts
+    def _choose(
+        self, action: str, first: Prediction, conflicts: list[Conflict], extra: list[Prediction]
+    ) -> tuple[Prediction, list[Conflict], int]:
+        """The valid candidate with the fewest conflicts (the first one on ties)."""
+        chosen = first
+        for cand in extra:
+            if not cand.ok:
+                continue
+            found = self._conflicts(action, cand)
+            if not chosen.ok or len(found) < len(conflicts):
+                chosen, conflicts = cand, found
+        return chosen, conflicts, len(extra)
 
     def _finish(self, action: str, pred: Prediction, conflicts: list[Conflict], tries: int, injections: list[Injection]) -> Step:
         st = self.state

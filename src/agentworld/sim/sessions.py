@@ -156,7 +156,7 @@ class SessionManager:
         sess = self.get(session_id)
         if sess.lock.locked():
             raise SessionBusy(f"session {session_id!r} is already stepping", "wait for the previous step's answer")
-        if self.waiting >= self.limits.max_waiting:
+        if self._slot().locked() and self.waiting >= self.limits.max_waiting:
             self.refused["busy"] += 1
             raise ServerBusy(f"server busy: {self.inflight} steps running, {self.waiting} waiting", "retry after a short pause")
         text = action_text(action)

@@ -1,0 +1,95 @@
+"""Ledger rules: what actions establish, and which predictions contradict it."""
+
+from __future__ import annotations
+
+from test_sim_fixtures import call, ks, result, screen
+
+from agentworld.sim.ledger import LedgerState, rules_for
+
+
+def _terminal(*turns: tuple[str, str]) -> tuple[LedgerState, object]:
+    state, rules = LedgerState(), rules_for("terminal")
+    rules.update(state, "", "root@sandbox:/workspace# ")
+    for cmd, obs in turns:
+        rules.update(state, ks(cmd), obs)
+    return state, rules
+
+
+def test_terminal_rules_record_writes_heredocs_moves_deletes_cwd_and_env():
+    state, _ = _terminal(
+        ("echo hello > a.txt\n", screen("echo hello > a.txt")),
+        ("cat > b.txt << 'EOF'\nline one\nline two\nEOF\n", screen("cat > b.txt")),
+        ("echo more >> a.txt && mv b.txt c.txt\n", screen("echo more >> a.txt && mv b.txt c.txt")),
+        ("export TOKEN=s3cret; rm -f old.log\n", screen("export TOKEN=s3cret; rm -f old.log")),
+        ("mkdir -p sub && cd sub\n", screen("mkdir -p sub && cd sub", cwd="/workspace/sub")),
+    )
+    assert state.files == {"/workspace/a.txt": "hello\nmore\n", "/workspace/c.txt": "line one\nline two\n"}
+    assert "/workspace/b.txt" in state.deleted and "/workspace/old.log" in state.deleted
+    assert state.env == {"TOKEN": "s3cret"}
+    assert state.cwd == "/workspace/sub" and "/workspace/sub" in state.dirs
+    assert "file /workspace/a.txt contains" in state.render()
+
+
+def test_failed_write_is_not_recorded():
+    state, _ = _terminal(("echo x > /etc/passwd\n", screen("echo x > /etc/passwd", "bash: /etc/passwd: Permission denied")))
+    assert state.files == {}
+
+
+def test_terminal_checks_flag_contradictions_and_accept_consistent_output():
+    state, rules = _terminal(
+        ("echo hello > a.txt\n", screen("echo hello > a.txt")),
+        ("rm gone.txt\n", screen("rm gone.txt")),
+        ("export NAME=ada\n", screen("export NAME=ada")),
+    )
+    kinds = lambda cmd, obs: [c.kind for c in rules.check(state, ks(cmd), obs)]  # noqa: E731
+    assert kinds("cat a.txt\n", screen("cat a.txt", "hello")) == []
+    assert kinds("cat a.txt\n", screen("cat a.txt", "goodbye")) == ["file_content"]
+    assert kinds("cat a.txt\n", screen("cat a.txt", "cat: a.txt: No such file or directory")) == ["missing_file"]
+    assert kinds("cat gone.txt\n", screen("cat gone.txt", "still here")) == ["deleted_path"]
+    assert kinds("cat gone.txt\n", screen("cat gone.txt", "cat: gone.txt: No such file or directory")) == []
+    assert kinds("echo $NAME\n", screen("echo $NAME", "bob")) == ["env_var"]
+    assert kinds("echo $NAME\n", screen("echo $NAME", "ada")) == []
+    assert kinds("ls\n", screen("ls", "b.txt")) == ["missing_file"]
+    assert kinds("ls\n", screen("ls", "a.txt  gone.txt")) == ["deleted_path"]
+    assert kinds("true\n", screen("true", cwd="/tmp")) == ["cwd"]
+
+
+def test_tool_rules_files_ids_and_memory():
+    state, rules = LedgerState(), rules_for("mcp")
+    rules.update(state, call("write_file", path="/d/a.txt", content="alpha\nbeta"), result("ok"))
+    rules.update(state, call("create_issue", title="bug"), result('{"id": 42, "title": "bug"}'))
+    rules.update(state, call("delete_issue", id=7), result("deleted"))
+    rules.update(state, call("store_memory", key="k", value="v1"), result("stored"))
+    assert state.files == {"/d/a.txt": "alpha\nbeta"} and state.ids == {"42": "create_issue"}
+    assert state.deleted_ids == ["7"] and state.memory == {"k": "v1"}
+    check = lambda a, o: [c.kind for c in rules.check(state, a, o)]  # noqa: E731
+    assert check(call("read_file", path="/d/a.txt"), result("alpha\nbeta")) == []
+    assert check(call("read_file", path="/d/a.txt"), result("gamma")) == ["file_content"]
+    assert check(call("read_file", path="/d/a.txt"), result("ENOENT: no such file", True)) == ["missing_file"]
+    assert check(call("get_issue", id=7), result('{"id": 7, "title": "old"}')) == ["deleted_id"]
+    assert check(call("get_issue", id=42), result("Issue 42 not found", True)) == ["missing_id"]
+    assert check(call("recall_memory", key="k"), result("v2")) == ["memory"]
+
+
+def test_error_results_change_nothing():
+    state, rules = LedgerState(), rules_for("mcp")
+    rules.update(state, call("write_file", path="/d/a.txt", content="x"), result("Error: disk full", True))
+    assert state.files == {}
+
+
+def test_search_rules_memory_and_repeated_extraction():
+    state, rules = LedgerState(), rules_for("search")
+    rules.update(state, call("dict_memory", op="add", key="capital", value="Velmora"), "stored capital")
+    page = "Velmora is a city in Tarnia. It was founded in 1204 and has a harbour."
+    rules.update(state, call("web_extractor", url="https://x.fict/Velmora"), page)
+    assert rules.check(state, call("dict_memory", op="get", key="capital"), "Velmora") == []
+    assert [c.kind for c in rules.check(state, call("dict_memory", op="get", key="capital"), "Osk")] == ["memory"]
+    assert rules.check(state, call("web_extractor", url="https://x.fict/Velmora"), page) == []
+    other = "Completely different text about ships and weather patterns in the north."
+    assert [c.kind for c in rules.check(state, call("web_extractor", url="https://x.fict/Velmora"), other)] == ["page"]
+
+
+def test_gui_domains_have_no_rules():
+    state, rules = LedgerState(), rules_for("web")
+    rules.update(state, "click(12)", "[12] button 'OK'")
+    assert state.is_empty() and rules.check(state, "click(12)", "anything") == []
