@@ -54,8 +54,10 @@ class RepoSpec:
     version: str
     source_dirs: tuple[str, ...]
     """Folders (or single files) holding the library code that bugs are injected into."""
-    test_args: str
-    """Arguments after ``python3 -m pytest`` that run the whole suite offline."""
+    tests: str
+    """The test folder or file, relative to the repository."""
+    pytest_opts: str = ""
+    """Options the suite needs offline (e.g. dropping coverage options of missing plugins)."""
     pythonpath: tuple[str, ...] = (".",)
     """Repository-relative folders that make the package importable (src layouts)."""
     exclude: tuple[str, ...] = field(default=("tests", "sandbox", "__main__.py"))
@@ -69,20 +71,25 @@ class RepoSpec:
     def guest_path(self) -> str:
         return f"{GUEST_ROOT}/{self.name}"
 
+    def pytest(self, target: str | None = None) -> str:
+        """The pytest command line for ``target`` (default: the whole suite)."""
+        opts = f" {self.pytest_opts}" if self.pytest_opts else ""
+        return f"python3 -m pytest -q{opts} {target or self.tests}"
+
     @property
     def test_command(self) -> str:
-        return f"python3 -m pytest {self.test_args}"
+        return self.pytest()
 
 
 REPOS: dict[str, RepoSpec] = {
     r.name: r
     for r in (
-        RepoSpec("cachetools", "cachetools", "8.0.2", ("src/cachetools",), "-q tests", ("src",)),
-        RepoSpec("inflection", "inflection", "0.5.1", ("inflection",), "-q test_inflection.py"),
-        RepoSpec("isodate", "isodate", "0.7.2", ("src/isodate",), "-q tests", ("src",)),
-        RepoSpec("parse", "parse", "1.22.4", ("parse",), '-q -o addopts="" tests'),
-        RepoSpec("semver", "semver", "3.1.2", ("src/semver",), '-q -o addopts="" tests', ("src", "tests")),
-        RepoSpec("toolz", "toolz", "1.2.0", ("toolz",), "-q toolz/tests", (".",)),
+        RepoSpec("cachetools", "cachetools", "8.0.2", ("src/cachetools",), "tests", pythonpath=("src",)),
+        RepoSpec("inflection", "inflection", "0.5.1", ("inflection",), "test_inflection.py"),
+        RepoSpec("isodate", "isodate", "0.7.2", ("src/isodate",), "tests", pythonpath=("src",)),
+        RepoSpec("parse", "parse", "1.22.4", ("parse",), "tests", '-o addopts=""'),
+        RepoSpec("semver", "semver", "3.1.2", ("src/semver",), "tests", '-o addopts=""', ("src", "tests")),
+        RepoSpec("toolz", "toolz", "1.2.0", ("toolz",), "toolz/tests"),
     )
 }
 

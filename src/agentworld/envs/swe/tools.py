@@ -71,9 +71,9 @@ MAX_BASH_OUTPUT = 30000
 _CWD_MARK = "\x1eAW_CWD="
 
 
-def tool_call(name: str, **arguments: Any) -> str:
+def tool_call(tool: str, /, **arguments: Any) -> str:
     """The action text for one tool call."""
-    return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+    return json.dumps({"name": tool, "arguments": arguments}, ensure_ascii=False)
 
 
 def parse_action(action: str) -> tuple[str, dict[str, Any]]:
