@@ -1,0 +1,195 @@
+"""Offline web pages from text that Debian packages ship.
+
+Four sources, each a deterministic stream of :class:`Page` records with a stable URL
+(the address the same document has on the public web):
+
+- ``python``: the Python 3.11 documentation (``python3.11-doc``, Sphinx HTML);
+- ``kernel``: the Linux 6.1 documentation (``linux-doc-6.1``, Sphinx HTML);
+- ``man``: installed manual pages (sections 1-8, English), rendered from roff;
+- ``gcide``: the GNU Collaborative International Dictionary of English (``dict-gcide``).
+
+Dates are the package's file dates (or a man page's own date), so they are stable for
+one package version.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+PYTHON_HTML = Path("/usr/share/doc/python3.11/html")
+KERNEL_HTML = Path("/usr/share/doc/linux-doc-6.1/html")
+MAN_ROOT = Path("/usr/share/man")
+GCIDE = Path("/usr/share/dictd/gcide")
+
+
+@dataclass(frozen=True)
+class Page:
+    url: str
+    title: str
+    date: str
+    source: str
+    text: str
+
+
+def _mdate(path: Path) -> str:
+    return dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).strftime("%Y-%m-%d")
+
+
+def _clean(text: str) -> str:
+    text = re.sub(r"[ \t\r\f\v]+", " ", text)
+    text = re.sub(r" ?\n ?", "\n", text)
+    text = text.replace("¶", "")
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+# -- Sphinx HTML ---------------------------------------------------------------------
+def _sphinx_pages(root: Path, base_url: str, source: str, title_suffix: re.Pattern[str]) -> Iterator[Page]:
+    from lxml import html as lhtml
+
+    for path in sorted(root.rglob("*.html")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(("_", "genindex", "search", "py-modindex")) or "/_" in rel:
+            continue
+        try:
+            tree = lhtml.fromstring(path.read_bytes())
+        except (ValueError, OSError):
+            continue
+        main = tree.xpath('//div[@role="main"]') or tree.xpath('//div[@class="body"]')
+        if not main:
+            continue
+        body = main[0]
+        for junk in body.xpath('.//a[@class="headerlink"]|.//script|.//style'):
+            junk.drop_tree()
+        # Block elements end lines, so paragraphs survive text extraction.
+        for el in body.iter("p", "pre", "li", "dt", "dd", "h1", "h2", "h3", "h4", "tr", "div"):
+            el.tail = "\n\n" + (el.tail or "")
+        text = _clean(body.text_content())
+        if len(text) < 80:
+            continue
+        title = title_suffix.sub("", (tree.findtext(".//title") or rel).strip())
+        yield Page(f"{base_url}/{rel}", title, _mdate(path), source, text)
+
+
+def python_pages() -> Iterator[Page]:
+    return _sphinx_pages(PYTHON_HTML, "https://docs.python.org/3.11", "python",
+                         re.compile(r"\s*[—-]\s*Python 3\.11.*$"))
+
+
+def kernel_pages() -> Iterator[Page]:
+    return _sphinx_pages(KERNEL_HTML, "https://www.kernel.org/doc/html/v6.1", "kernel",
+                         re.compile(r"\s*[—-]\s*The Linux Kernel.*$"))
+
+
+# -- man pages -------------------------------------------------------------------------
+_ROFF_ESCAPES = [
+    (re.compile(r"\\f(\[[^\]]*\]|\(..|.)"), ""), (re.compile(r"\\\(em|\\\(en"), "-"),
+    (re.compile(r"\\\((lq|rq|dq)"), '"'), (re.compile(r"\\\((oq|cq|aq)"), "'"), (re.compile(r"\\\(bu"), "*"),
+    (re.compile(r"\\\(..|\\\[[^\]]*\]"), ""), (re.compile(r"\\[-]"), "-"), (re.compile(r"\\[&:%|^]"), ""),
+    (re.compile(r"\\[{}]"), ""), (re.compile(r"\\e"), "\\\\"), (re.compile(r"\\ "), " "), (re.compile(r"\\s[-+]?\d"), ""),
+    (re.compile(r'\\".*$'), ""),
+]
+
+
+def _roff_inline(line: str) -> str:
+    for pat, rep in _ROFF_ESCAPES:
+        line = pat.sub(rep, line)
+    return line
+
+
+def roff_to_text(source: str) -> tuple[str, str, str | None]:
+    """(name, text, date) from a man page's roff source: sections become headings."""
+    out: list[str] = []
+    name, date = "", None
+    for raw in source.splitlines():
+        if raw.startswith((".", "'")):
+            parts = raw[1:].split(None, 1)
+            if not parts:
+                continue
+            macro, arg = parts[0], (parts[1] if len(parts) > 1 else "")
+            arg = _roff_inline(arg).replace('"', "").strip()
+            if macro == "TH":
+                fields = re.findall(r'"[^"]*"|\S+', raw[3:])
+                fields = [f.strip('"') for f in fields]
+                name = fields[0] if fields else ""
+                date = fields[2] if len(fields) > 2 else None
+            elif macro in ("SH", "SS"):
+                out.append(f"\n\n{arg.upper() if macro == 'SH' else arg}\n")
+            elif macro in ("PP", "LP", "P", "TP", "IP", "sp", "br"):
+                out.append("\n" + (arg + " " if macro == "IP" and arg else ""))
+            elif macro in ("B", "I", "BR", "IR", "RB", "RI", "BI", "IB", "SM", "SB"):
+                out.append(arg + " ")
+            continue
+        out.append(_roff_inline(raw) + " ")
+    return name, _clean("".join(out)), date
+
+
+def man_pages() -> Iterator[Page]:
+    for path in sorted(MAN_ROOT.glob("man[1-8]/*.gz")):
+        try:
+            data = gzip.decompress(path.read_bytes()).decode("utf-8", "replace")
+        except (OSError, EOFError):
+            continue
+        if data.lstrip().startswith(".so "):
+            continue  # an alias of another page
+        stem = path.name[:-3]
+        page, _, section = stem.rpartition(".")
+        _, text, date = roff_to_text(data)
+        if len(text) < 80:
+            continue
+        try:
+            day = dt.datetime.strptime(date or "", "%Y-%m-%d").strftime("%Y-%m-%d")
+        except ValueError:
+            day = _mdate(path)
+        url = f"https://manpages.debian.org/bookworm/{quote(page)}.{section}.en.html"
+        yield Page(url, f"{page}({section}) - Linux manual page", day, "man", text)
+
+
+# -- GCIDE dictionary -----------------------------------------------------------------------
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def _b64_int(s: str) -> int:
+    n = 0
+    for ch in s:
+        n = n * 64 + _B64.index(ch)
+    return n
+
+
+def gcide_pages() -> Iterator[Page]:
+    index, data_path = GCIDE.with_suffix(".index"), GCIDE.with_suffix(".dict.dz")
+    if not index.exists() or not data_path.exists():
+        return
+    data = gzip.decompress(data_path.read_bytes())  # dictzip is gzip-compatible
+    day = _mdate(data_path)
+    seen: set[str] = set()
+    for line in index.read_text(encoding="utf-8", errors="replace").splitlines():
+        parts = line.split("\t")
+        if len(parts) != 3 or parts[0].startswith("00-database") or parts[0].lower() in seen:
+            continue
+        seen.add(parts[0].lower())
+        word, off, size = parts[0], _b64_int(parts[1]), _b64_int(parts[2])
+        text = _clean(data[off:off + size].decode("utf-8", "replace"))
+        if len(text) < 20:
+            continue
+        url = f"https://www.dict.org/bin/Dict?Form=Dict2&Database=gcide&Query={quote(word)}"
+        yield Page(url, f"{word} - definition from GCIDE", day, "gcide", text)
+
+
+SOURCES: dict[str, Callable[[], Iterator[Page]]] = {
+    "python": python_pages,
+    "kernel": kernel_pages,
+    "man": man_pages,
+    "gcide": gcide_pages,
+}
+APT_PACKAGES = {"python": "python3.11-doc", "kernel": "linux-doc-6.1", "man": "manpages", "gcide": "dict-gcide"}
+
+
+def available_sources() -> dict[str, bool]:
+    return {"python": PYTHON_HTML.is_dir(), "kernel": KERNEL_HTML.is_dir(), "man": MAN_ROOT.is_dir(),
+            "gcide": GCIDE.with_suffix(".index").exists()}
