@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.table import Table
 
 from agentworld.bench.format import load_bench_dir, write_bench_dir
 from agentworld.bench.select import TurnPolicy, trajectories_to_samples
-from agentworld.cli._common import fail, out, report_line_errors
+from agentworld.cli._common import fail, out, progress, report_line_errors
 from agentworld.jsonl import JsonlError
 from agentworld.trajectory import Trajectory, read_trajectories
 
@@ -111,3 +113,188 @@ def _fmt(r: dict[str, int]) -> list[str]:
         f"{r['obs_tokens']:,}",
         f"{r['system_tokens']:,}",
     ]
+
+
+# -- training data ---------------------------------------------------------------
+@app.command("mask-stats")
+def mask_stats(
+    inputs: Annotated[list[Path], typer.Argument(help="Trajectory JSONL files or directories of them.")],
+    seed: Annotated[int, typer.Option(help="Seed of the per-turn partial keep.")] = 0,
+    workers: Annotated[int, typer.Option(help="Worker processes (0 = all cores).")] = 0,
+    filters: Annotated[bool, typer.Option("--filters/--no-filters", help="Apply the trajectory filters first.")] = True,
+) -> None:
+    """Turn-level loss masking: category distribution per domain and share of loss tokens kept."""
+    from agentworld.data.filters import FilterReport, filter_trajectories, loss_skipped
+    from agentworld.data.masking import Category, mask_turns, trajectory_turn_keys
+    from agentworld.data.source import load_inputs
+
+    try:
+        trajs, errors = load_inputs([str(p) for p in inputs])
+    except FileNotFoundError as exc:
+        raise fail(str(exc), "pass trajectory .jsonl files or folders that hold them") from None
+    report_line_errors(errors)
+    if filters:
+        trajs = list(filter_trajectories(trajs, report=FilterReport()))
+    if not trajs:
+        raise fail("no trajectories left to measure", "check the inputs or run with --no-filters")
+    n = sum(len(t.turns) for t in trajs)
+    with progress() as bar:
+        task = bar.add_task("masking turns", total=n)
+        batch = mask_turns(
+            trajectory_turn_keys(trajs), seed=seed, workers=workers, total=n, on_chunk=lambda k: bar.advance(task, k)
+        )
+    rows: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    pos = 0
+    cats, keep, obs = batch.category.tolist(), batch.keep.tolist(), batch.obs_chars.tolist()
+    for t in trajs:
+        r = rows[t.domain]
+        for turn in t.turns:
+            tokens = (obs[pos] + 3) // 4
+            r["turns"] += 1
+            r[Category(cats[pos]).name] += 1
+            r["tokens"] += tokens
+            if keep[pos] and not loss_skipped(turn):
+                r["kept_turns"] += 1
+                r["kept_tokens"] += tokens
+            pos += 1
+    table = Table(
+        title=f"turn-level loss masking ({n:,} turns, seed {seed})",
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
+    )
+    table.add_column("domain", min_width=8)
+    for col in ("turns", *_SHORT.values(), "kept", "loss"):
+        table.add_column(col, justify="right", min_width=len(col))
+    total: dict[str, float] = defaultdict(float)
+    for domain in sorted(rows):
+        for k, v in rows[domain].items():
+            total[k] += v
+        table.add_row(domain, *_mask_cells(rows[domain]))
+    if len(rows) > 1:
+        table.add_row("[bold]all", *_mask_cells(total))
+    out.print(table)
+    out.print(
+        "% of turns per category (echo, boilerplate, expansion, retrieval, action, transform, other) "
+        "and kept in the loss; loss: % of loss tokens kept (observation chars / 4)"
+    )
+
+
+_SHORT = {
+    "echo": "echo",
+    "boilerplate": "boil",
+    "expansion": "expa",
+    "retrieval": "retr",
+    "action": "act",
+    "transform": "trans",
+    "other": "other",
+}
+
+
+def _mask_cells(r: dict[str, float]) -> list[str]:
+    from agentworld.data.masking import Category
+
+    turns = r["turns"] or 1
+    cells = [f"{int(r['turns']):,}"]
+    cells += [f"{100 * r[c.name] / turns:.1f}" for c in Category]
+    cells.append(f"{100 * r['kept_turns'] / turns:.1f}")
+    cells.append(f"{100 * r['kept_tokens'] / (r['tokens'] or 1):.1f}")
+    return cells
+
+
+class BuildKind(StrEnum):
+    cpt = "cpt"
+    sft = "sft"
+    rl = "rl"
+
+
+@app.command()
+def build(
+    kind: Annotated[BuildKind, typer.Argument(help="Which dataset: cpt, sft or rl.")],
+    config_file: Annotated[Path | None, typer.Option("--config", "-c", help="YAML config (see configs/data/).")] = None,
+    inputs: Annotated[list[str] | None, typer.Option("--input", "-i", help="Trajectory file or folder (repeatable); replaces the config's inputs.")] = None,
+    output_dir: Annotated[str | None, typer.Option("--out", "-o", help="Output directory; replaces the config's output_dir.")] = None,
+    restart: Annotated[bool, typer.Option(help="Discard the resume log in the output directory and start over.")] = False,
+) -> None:
+    """Build a CPT, SFT or RL dataset (Parquet) from trajectories; resumable."""
+    from agentworld.data.config import BUILDERS, build_config, field_help, load_config
+    from agentworld.data.resume import ConfigChanged
+    from agentworld.data.source import LeakageError
+
+    cls = BUILDERS[kind.value]
+    overrides = {"inputs": inputs or None, "output_dir": output_dir}
+    try:
+        if config_file is not None:
+            if not config_file.exists():
+                raise fail(f"no such config file: {config_file}", f"start from configs/data/{kind.value}.yaml")
+            config = load_config(cls, config_file, overrides)
+        else:
+            config = build_config(cls, {k: v for k, v in overrides.items() if v is not None}, "command line")
+    except ValueError as exc:
+        keys = ", ".join(field_help(cls))
+        raise fail(str(exc), f"{kind.value} config keys: {keys}") from None
+    if not config.inputs:
+        raise fail("no input trajectories", "set inputs: in the config or pass --input FILE")
+    builder = _builder(kind)
+    try:
+        with progress() as bar:
+            tasks: dict[str, object] = {}
+
+            def tick(stage: str, advance: int, total: int | None) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                elif total is not None:
+                    bar.update(tasks[stage], total=total)
+                if advance:
+                    bar.advance(tasks[stage], advance)
+
+            report = builder(config, progress=tick, restart=restart)
+    except ConfigChanged as exc:
+        raise fail(str(exc), "pass --restart to start over, or choose another --out") from None
+    except LeakageError as exc:
+        raise fail(str(exc), "lower the near-duplicate threshold or deduplicate the inputs") from None
+    except FileNotFoundError as exc:
+        raise fail(str(exc), "check inputs, knowledge and tokenizer paths in the config") from None
+    _print_build_report(kind, report.to_dict())
+
+
+def _builder(kind: BuildKind):
+    if kind is BuildKind.cpt:
+        from agentworld.data.cpt import build_cpt
+
+        return build_cpt
+    if kind is BuildKind.sft:
+        from agentworld.data.sft import build_sft
+
+        return build_sft
+    from agentworld.data.rl import build_rl
+
+    return build_rl
+
+
+def _print_build_report(kind: BuildKind, rep: dict) -> None:
+    prep = rep["prepared"]
+    out.print(f"trajectories: {prep['train_trajectories']} train, {prep['test_trajectories']} held out")
+    dropped = defaultdict(int)
+    for counts in prep["filters"].values():
+        for k, v in counts.items():
+            if k.startswith(("dropped_", "turns_removed_", "turns_loss_skipped")):
+                dropped[k] += v
+    if dropped:
+        out.print("filters: " + ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())))
+    if kind is BuildKind.cpt:
+        out.print(
+            f"samples {rep['samples']} ({rep['knowledge_samples']} knowledge), rows {rep['rows']}, "
+            f"tokens {rep['tokens']:,}, loss tokens {rep['loss_tokens']:,}, truncated {rep['truncated']}"
+        )
+    else:
+        table = Table(title=f"{kind.value} per domain")
+        per = rep["per_domain"]
+        cols = sorted({k for c in per.values() for k in c})
+        table.add_column("domain")
+        for c in cols:
+            table.add_column(c, justify="right")
+        for d, c in per.items():
+            table.add_row(d, *(str(c.get(k, 0)) for k in cols))
+        out.print(table)
+    out.print(f"wrote {rep['output']}")

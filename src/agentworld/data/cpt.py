@@ -86,7 +86,11 @@ def build_cpt(config: CPTConfig, *, progress: Progress | None = None, restart: b
     n_turns = sum(len(t.turns) for t in trajs)
     tick("masking turns", 0, n_turns)
     batch = mask_turns(
-        trajectory_turn_keys(trajs), seed=config.seed, workers=config.workers, on_chunk=lambda n: tick("masking turns", n, None)
+        trajectory_turn_keys(trajs),
+        seed=config.seed,
+        workers=config.workers,
+        total=n_turns,
+        on_chunk=lambda n: tick("masking turns", n, None),
     )
     keep_all = batch.keep.tolist() if config.loss_masking else [True] * n_turns
     cats = batch.category.tolist()

@@ -223,13 +223,15 @@ def mask_turns(
     workers: int | None = 1,
     chunk_size: int = 20_000,
     on_chunk: Callable[[int], None] | None = None,
+    total: int | None = None,
 ) -> MaskBatch:
     """Statistics, categories and keep decisions for many turns, in input order.
 
     ``workers`` > 1 spreads chunks over processes (0/None: all cores); results do not
     depend on the worker count. ``on_chunk(n)`` is called after each chunk of n turns.
+    A known ``total`` of at most one chunk runs in-process (no pool start-up cost).
     """
-    n_workers = resolve_workers(workers)
+    n_workers = 1 if total is not None and total <= chunk_size else resolve_workers(workers)
     parts: list[MaskBatch] = []
     if n_workers == 1:
         for chunk in _chunks(items, chunk_size):

@@ -38,7 +38,8 @@ class ResumeLog:
         if restart:
             self.path.unlink(missing_ok=True)
         elif self.path.exists() and cfg_path.exists():
-            previous = json.loads(cfg_path.read_text(encoding="utf-8"))
+            saved = json.loads(cfg_path.read_text(encoding="utf-8"))
+            previous = {k: v for k, v in saved.items() if k not in _SPEED_ONLY}
             changed = sorted(k for k in set(previous) | set(current) if previous.get(k) != current.get(k))
             if changed:
                 raise ConfigChanged(

@@ -1,0 +1,187 @@
+"""End to end: CPT, SFT and RL datasets from recorded trajectories, loss mask checked token by token."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from datasets import Dataset
+from typer.testing import CliRunner
+
+from agentworld.cli import app
+from agentworld.data.chat import load_tokenizer, trajectory_chat
+from agentworld.data.config import CPTConfig, RLConfig, SFTConfig
+from agentworld.data.cpt import build_cpt
+from agentworld.data.filters import FilterReport, filter_trajectories, loss_skipped
+from agentworld.data.masking import categorize, keep_turn, turn_stats
+from agentworld.data.packing import IGNORE_INDEX
+from agentworld.data.rl import build_rl
+from agentworld.data.sft import build_sft
+from agentworld.judge import RuleScorer
+from agentworld.models import WorldModel, load_backend
+from agentworld.models.tiny import build_tiny_checkpoint
+from agentworld.prompts import format_observation, trajectory_system_prompt
+from agentworld.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
+
+ROOT = Path(__file__).parents[1]
+EXAMPLES = ROOT / "examples" / "trajectories.jsonl"
+RECORDED = ROOT / "benchmarks" / "local" / "trajectories"
+P = "root@sandbox:/workspace# "
+
+
+def keys(cmd: str) -> str:
+    return json.dumps([{"keystrokes": cmd + "\n", "duration": 1.0}])
+
+
+def shell(tid: str, steps: list[tuple[str, str]]) -> Trajectory:
+    turns = [Turn(action=keys(c), observation=f"{P}{c}\n{o}{P}") for c, o in steps]
+    return Trajectory(id=tid, domain="terminal", task_description="Work in the shell.", turns=turns)
+
+
+def extra_trajectories() -> list[Trajectory]:
+    retry = shell(
+        "shell-retry",
+        [
+            ("pythn3 -V", "bash: pythn3: command not found\n"),
+            ("python3 -V", "Python 3.11.2\n"),
+            ("echo 'x = 41' > a.py", ""),
+            ("export GREETING=hello-world", ""),
+            ("cat a.py", "x = 41\n"),
+            ("echo $GREETING", "hello-world\n"),
+            ("echo $GREETING", "hello-world\n"),
+        ],
+    )
+    tools = [{"name": "read_file"}, {"name": "write_file"}]
+    bad_tool = Trajectory(
+        id="mcp-undeclared",
+        domain="mcp",
+        tools=tools,
+        turns=[
+            Turn(action=json.dumps({"name": "read_file", "arguments": {"path": "a"}}), observation="{}"),
+            Turn(action=json.dumps({"name": "rm_rf", "arguments": {}}), observation="{}"),
+        ],
+    )
+    short = shell("shell-short", [("ls", "a.py\n")])
+    return [retry, bad_tool, short]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("trajs")
+    trajs = read_trajectories(EXAMPLES).items + extra_trajectories()
+    write_trajectories(d / "trajectories.jsonl", trajs)
+    return d
+
+
+@pytest.fixture(scope="module")
+def inputs(data_dir: Path) -> list[str]:
+    paths = [str(data_dir)]
+    if RECORDED.is_dir() and any(RECORDED.glob("*.jsonl")):
+        paths.append(str(RECORDED))
+    return paths
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "ckpt")
+
+
+def test_cpt_loss_mask_token_by_token(tmp_path: Path, data_dir: Path, inputs: list[str], tiny: Path) -> None:
+    cfg = CPTConfig(inputs=inputs, output_dir=str(tmp_path / "cpt"), tokenizer=str(tiny), max_length=8192, workers=1)
+    report = build_cpt(cfg)
+    assert report.prepared["filters"]["mcp"]["dropped_undeclared_tool"] == 1
+    assert report.prepared["filters"]["terminal"]["dropped_too_few_turns"] == 1
+    ds = Dataset.from_parquet(str(tmp_path / "cpt" / "train.parquet"))
+    assert set(ds.column_names) >= {"input_ids", "labels", "position_ids", "seq_lengths"}
+    assert report.samples == sum(len(r) for r in ds["seq_lengths"])
+
+    # the sample of the retry trajectory, cut out of its packed row by seq_lengths
+    row = next(r for r in ds if "traj:shell-retry" in r["sample_ids"])
+    k = row["sample_ids"].index("traj:shell-retry")
+    start = sum(row["seq_lengths"][:k])
+    end = start + row["seq_lengths"][k]
+    ids, labels, pos = row["input_ids"][start:end], row["labels"][start:end], row["position_ids"][start:end]
+    assert pos == list(range(end - start))  # positions restart for every packed sample
+
+    tok = load_tokenizer(str(tiny))
+    [traj] = filter_trajectories([t for t in extra_trajectories() if t.id == "shell-retry"], report=FilterReport())
+    chat = trajectory_chat(traj, trajectory_system_prompt(traj))
+    assert tok.decode(ids) == tok.apply_chat_template(chat, tokenize=False)
+    assert all(lab in (IGNORE_INDEX, t) for lab, t in zip(labels, ids))
+
+    # independent expectation: kept turns are the seeded draws minus the retry garbage turn
+    kept = [
+        i
+        for i, t in enumerate(traj.turns, start=1)
+        if keep_turn(0, traj.id, i, categorize(turn_stats(t.action, t.observation))) and not loss_skipped(t)
+    ]
+    assert loss_skipped(traj.turns[0]) and 1 not in kept
+    runs: list[tuple[int, int]] = []
+    for i, lab in enumerate(labels):
+        if lab != IGNORE_INDEX and (not runs or runs[-1][1] != i):
+            runs.append((i, i + 1))
+        elif lab != IGNORE_INDEX:
+            runs[-1] = (runs[-1][0], i + 1)
+    assert len(runs) == len(kept) and kept
+    for (a, b), turn_idx in zip(runs, kept):
+        expected = format_observation(traj.turns[turn_idx - 1].observation) + "<|im_end|>\n"
+        assert tok.decode(ids[a:b]) == expected
+        assert tok.decode(ids[:a]).endswith("<|im_start|>assistant\n")
+
+
+def test_sft_rejection_sampling_and_resume(tmp_path: Path, data_dir: Path, inputs: list[str]) -> None:
+    wm = WorldModel(load_backend("retrieval", source=str(data_dir)), concurrency=2)
+    cfg = SFTConfig(inputs=inputs, output_dir=str(tmp_path / "sft"), turn_policy="all", k=3, threshold=3.0)
+    report = build_sft(cfg, world_model=wm, scorer=RuleScorer())
+    per = report.per_domain
+    term = per["terminal"]
+    assert term["rollouts"] == 3 * term["queries"] and term["queries"] >= 10
+    assert 0 < term["kept"] <= term["queries"]
+    assert report.retention("terminal") == term["kept"] / term["queries"]
+    ds = Dataset.from_parquet(str(tmp_path / "sft" / "train.parquet"))
+    assert len(ds) == sum(c["kept"] for c in per.values())
+    row = ds[0]
+    assert row["prompt"][0]["role"] == "system" and row["prompt"][-1]["role"] == "user"
+    assert row["completion"][0]["content"].startswith("<predicted_observation>")
+    assert row["score"] >= 3.0
+    assert len(set(ds["variant"])) > 1  # system-prompt wording sampled per sample
+
+    calls = wm.stats.calls
+    again = build_sft(cfg, world_model=wm, scorer=RuleScorer())
+    assert wm.stats.calls == calls  # resumed from the log: no query rolled out twice
+    assert again.to_dict()["per_domain"] == report.to_dict()["per_domain"]
+
+    strict = SFTConfig(inputs=inputs, output_dir=str(tmp_path / "sft5"), turn_policy="all", threshold=5.01)
+    assert build_sft(strict, world_model=wm, scorer=RuleScorer()).retention() == 0.0
+
+
+def test_rl_pool_one_turn_per_trajectory(tmp_path: Path, inputs: list[str], tiny: Path) -> None:
+    cfg = RLConfig(inputs=inputs, output_dir=str(tmp_path / "rl"), tokenizer=str(tiny), max_prompt_tokens=100_000)
+    report = build_rl(cfg)
+    ds = Dataset.from_parquet(str(tmp_path / "rl" / "train.parquet"))
+    assert len(ds["trajectory_id"]) == len(set(ds["trajectory_id"])) == report.rows
+    row = next(r for r in ds if r["trajectory_id"] == "shell-retry")
+    specs = json.loads(row["verifiers"])
+    assert row["verifier_kinds"] and {s["kind"] for s in specs} == set(row["verifier_kinds"])
+    assert row["prompt"][-1]["content"] == extra_trajectories()[0].turns[row["turn_idx"] - 1].action
+    assert row["ground_truth"] == extra_trajectories()[0].turns[row["turn_idx"] - 1].observation
+    assert all(n <= cfg.max_prompt_tokens for n in ds["prompt_tokens"])
+
+    capped = RLConfig(inputs=inputs, output_dir=str(tmp_path / "rl-cap"), tokenizer=str(tiny), max_prompt_tokens=50)
+    rep = build_rl(capped)
+    assert rep.rows == 0 and rep.per_domain["terminal"]["dropped_too_long"] >= 1
+
+
+def test_cli_build_and_mask_stats(tmp_path: Path, data_dir: Path, tiny: Path) -> None:
+    runner = CliRunner()
+    cfg = tmp_path / "rl.yaml"
+    cfg.write_text(f"inputs: [{data_dir}]\noutput_dir: {tmp_path / 'out'}\ntokenizer: {tiny}\n")
+    res = runner.invoke(app, ["data", "build", "rl", "--config", str(cfg)])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "out" / "train.parquet").exists()
+    cfg.write_text(f"inputs: [{data_dir}]\nmax_prompt_token: 5\n")
+    res = runner.invoke(app, ["data", "build", "rl", "--config", str(cfg)])
+    assert res.exit_code == 2 and "max_prompt_tokens" in res.output
+    res = runner.invoke(app, ["data", "mask-stats", str(data_dir), "--workers", "1"])
+    assert res.exit_code == 0 and "terminal" in res.output and "echo" in res.output
