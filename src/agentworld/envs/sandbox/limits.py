@@ -9,7 +9,7 @@ back to an address-space limit per process).
 from __future__ import annotations
 
 import os
-import resource
+import shlex
 import signal
 import time
 import uuid
@@ -99,11 +99,9 @@ class Cgroup:
             raise OSError("no memory controller")
         return cls(dirs)
 
-    def add_self(self) -> None:
-        """Move the calling process (a child before exec) into this cgroup."""
-        pid = str(os.getpid())
-        for d in self.dirs:
-            (d / "cgroup.procs").write_text(pid)
+    def join_script(self) -> str:
+        """Shell lines that move the running shell (and so what it execs) into this cgroup."""
+        return "".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))}; " for d in self.dirs)
 
     def pids(self) -> list[int]:
         out: set[int] = set()
@@ -124,6 +122,17 @@ class Cgroup:
                         key, _, value = line.partition(" ")
                         if key == "oom_kill":
                             return int(value)
+        return 0
+
+    def pids_denied(self) -> int:
+        """How many forks the process limit has refused so far."""
+        for d in self.dirs:
+            f = d / "pids.events"
+            if f.exists():
+                for line in f.read_text().splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "max":
+                        return int(value)
         return 0
 
     def kill_all(self, timeout: float = 5.0) -> None:
@@ -152,16 +161,18 @@ class Cgroup:
                     time.sleep(0.02)
 
 
-def apply_rlimits(limits: Limits, *, memory: bool) -> None:
-    """Per-process limits, called in the child before exec (inherited by all descendants)."""
+def prlimit_args(limits: Limits, *, memory: bool) -> list[str]:
+    """``prlimit`` options for the per-process limits (inherited by every descendant).
+
+    ``memory=True`` adds the address-space and process-count fallbacks used when the
+    sandbox has no cgroup.
+    """
     mb = 1 << 20
-    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_mb * mb, limits.file_size_mb * mb))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.nofile, limits.nofile))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    args = [f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 5}",
+            f"--fsize={limits.file_size_mb * mb}", f"--nofile={limits.nofile}", "--core=0"]
     if memory:
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.pids, limits.pids))
+        args += [f"--as={limits.memory_mb * mb}", f"--nproc={limits.pids}"]
+    return args
 
 
 def _write(path: Path, value: str) -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentworld.envs.sandbox.errors import SandboxUnavailable
-from agentworld.envs.sandbox.limits import Cgroup, Limits, apply_rlimits
+from agentworld.envs.sandbox.limits import Cgroup, Limits, prlimit_args
 from agentworld.envs.sandbox.prereq import check_host
 from agentworld.envs.sandbox.rootfs import RootfsSpec, ensure_rootfs
 
@@ -58,6 +58,16 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
+
+
+@dataclass(frozen=True)
+class Usage:
+    oom_kills: int
+    """Processes the memory limit killed."""
+    pids_denied: int
+    """Forks the process limit refused."""
+    disk_used_mb: float
+    disk_full: bool
 
 
 @dataclass(frozen=True)
@@ -163,24 +173,29 @@ class Sandbox:
         """Host path of a sandbox path (for sockets and read-only inspection)."""
         return self.root / path.lstrip("/")
 
-    def argv(self, cmd: list[str], *, cwd: str = "/workspace", env: dict[str, str] | None = None) -> list[str]:
-        """The bwrap command line that runs ``cmd`` inside this sandbox."""
+    def argv(self, cmd: list[str], *, cwd: str = "/workspace", env: dict[str, str] | None = None,
+             tty: bool = False) -> list[str]:
+        """The host command line that runs ``cmd`` inside this sandbox.
+
+        It joins the sandbox's cgroup, applies the per-process rlimits and execs bwrap,
+        so it can be handed to anything that starts processes (tmux panes included).
+        ``tty=True`` keeps the caller's controlling terminal, which job control needs.
+        """
         args = ["bwrap", "--bind", str(self.root), "/", "--dev", "/dev", "--proc", "/proc",
                 "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup",
-                "--hostname", self.hostname, "--die-with-parent", "--new-session", "--clearenv",
+                "--hostname", self.hostname, "--die-with-parent", "--clearenv",
                 # The command itself is PID 1: no bwrap helper (and its host paths) in `ps`.
-                "--as-pid-1",
-                "--cap-drop", "ALL"]
+                "--as-pid-1", "--cap-drop", "ALL"]
+        if not tty:
+            args.append("--new-session")  # no terminal to inject keystrokes into
         for cap in CAPABILITIES:
             args += ["--cap-add", cap]
         for k, v in {**self.env, **(env or {})}.items():
             args += ["--setenv", k, v]
-        return [*args, "--chdir", cwd, "--", *cmd]
-
-    def _preexec(self) -> None:
-        if self.cgroup is not None:
-            self.cgroup.add_self()
-        apply_rlimits(self.limits, memory=self.cgroup is None)
+        args += ["--chdir", cwd, "--", *cmd]
+        join = self.cgroup.join_script() if self.cgroup is not None else ""
+        limits = prlimit_args(self.limits, memory=self.cgroup is None)
+        return ["/bin/sh", "-c", f'{join}exec prlimit {" ".join(limits)} -- "$@"', "sandbox", *args]
 
     def spawn(self, cmd: list[str], *, cwd: str = "/workspace", env: dict[str, str] | None = None,
               **popen: object) -> subprocess.Popen[bytes]:
@@ -188,7 +203,7 @@ class Sandbox:
         if self.closed:
             raise RuntimeError("sandbox is closed")
         popen.setdefault("stdin", subprocess.DEVNULL)
-        p = subprocess.Popen(self.argv(cmd, cwd=cwd, env=env), preexec_fn=self._preexec, **popen)  # type: ignore[call-overload]
+        p = subprocess.Popen(self.argv(cmd, cwd=cwd, env=env), **popen)  # type: ignore[call-overload]
         self._procs.append(p)
         return p
 
@@ -285,9 +300,16 @@ class Sandbox:
             if own:
                 shutil.rmtree(snap.path.parent, ignore_errors=True)
 
-    def oom_kills(self) -> int:
-        """Processes killed by the memory limit so far (0 without cgroups)."""
-        return self.cgroup.oom_kills() if self.cgroup else 0
+    def usage(self) -> Usage:
+        """Limit hits and disk use so far, for environments to report what was contained."""
+        st = os.statvfs(self.layer)
+        used = (st.f_blocks - st.f_bfree) * st.f_frsize
+        return Usage(
+            oom_kills=self.cgroup.oom_kills() if self.cgroup else 0,
+            pids_denied=self.cgroup.pids_denied() if self.cgroup else 0,
+            disk_used_mb=used / 2**20,
+            disk_full=st.f_bavail * st.f_frsize < 1 << 20,
+        )
 
     def _freeze(self, on: bool) -> None:
         # Stop writers while the layer is copied so the copy is consistent (v1 freezer or v2 freeze).

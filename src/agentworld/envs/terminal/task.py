@@ -1,0 +1,79 @@
+"""Terminal task instances and the registry of seeded task templates."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from agentworld.envs.terminal.keys import action_json
+from agentworld.seeding import keyed_rng
+
+
+@dataclass(frozen=True)
+class TerminalTask:
+    """One concrete task: the machine's starting state and a scripted way through it."""
+
+    name: str
+    description: str
+    """What the agent is asked to do (the trajectory's task description)."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Path (absolute, or relative to /workspace) -> content, written before the session."""
+    modes: dict[str, int] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment variables of the shell."""
+    setup: str = ""
+    """Shell script run before the session starts (git history, users, ...); not recorded."""
+    actions: list[str] = field(default_factory=list)
+    """The scripted driver's actions (terminal action JSON)."""
+    category: str = "misc"
+
+
+Builder = Callable[[random.Random], TerminalTask]
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    category: str
+    build: Builder
+
+    def instance(self, seed: int) -> TerminalTask:
+        """The task for ``seed``: the same seed always gives the same task."""
+        return self.build(keyed_rng(seed, "terminal-task", self.name))
+
+
+class TemplateRegistry:
+    """Named templates; modules add theirs with the :meth:`add` decorator."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, Template] = {}
+
+    def add(self, name: str, category: str) -> Callable[[Builder], Builder]:
+        def deco(fn: Builder) -> Builder:
+            if name in self._items:
+                raise ValueError(f"duplicate terminal task template {name!r}")
+            self._items[name] = Template(name, category, fn)
+            return fn
+
+        return deco
+
+    def get(self, name: str) -> Template:
+        if name not in self._items:
+            raise KeyError(f"unknown terminal task {name!r} (known: {', '.join(self.names())})")
+        return self._items[name]
+
+    def names(self) -> list[str]:
+        return sorted(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def cmd(line: str, duration: float = 2.0) -> str:
+    """An action that types ``line`` and presses Enter."""
+    return action_json((line + "\n", duration))
+
+
+def keys(*batches: tuple[str, float]) -> str:
+    return action_json(*batches)
