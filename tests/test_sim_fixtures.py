@@ -48,6 +48,7 @@ def terminal_trajectories() -> list[Trajectory]:
             Turn(action=ks("echo hello > notes.txt\n"), observation=screen("echo hello > notes.txt")),
             Turn(action=ks("cat notes.txt\n"), observation=screen("cat notes.txt", "hello")),
             Turn(action=ks("ls\n"), observation=screen("ls", "notes.txt")),
+            Turn(action=ks("rm notes.txt\n"), observation=screen("rm notes.txt")),
         ]),
         Trajectory(id="t-other", domain="terminal", task_description="Inspect files", turns=[
             Turn(action=ks("cat notes.txt\n"), observation=screen("cat notes.txt", "cat: notes.txt: No such file or directory")),
