@@ -98,7 +98,7 @@ class ServerThread:
         import uvicorn
 
         self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", ws="websockets"))
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", ws="websockets-sansio"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     @property
