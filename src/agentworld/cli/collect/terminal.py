@@ -1,3 +1,69 @@
-"""``agentworld collect terminal``."""
+"""``agentworld collect terminal``: record episodes in real sandboxed Debian shells."""
 
-from agentworld.cli.collect._app import app  # noqa: F401
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentworld.cli._common import console, fail, out
+from agentworld.cli.collect._app import app
+from agentworld.cli.collect.tools import (
+    AgentKey, AgentModel, AgentUrl, BenchDir, Episodes, Out, Seed, Templates, TestEpisodes, Workers, _jobs, _run,
+)
+
+
+@app.command("terminal")
+def collect_terminal(
+    out_path: Out = None,
+    episodes: Episodes = 20,
+    test_episodes: TestEpisodes = 60,
+    seed: Seed = 0,
+    workers: Workers = 2,
+    bench_dir: BenchDir = None,
+    template: Templates = None,
+    build: Annotated[bool, typer.Option("--build/--no-build",
+                                        help="Build the sandbox root filesystem first if it is missing.")] = True,
+    max_steps: Annotated[int, typer.Option(help="Agent episodes: most actions per episode.")] = 15,
+    agent_model: AgentModel = None,
+    agent_base_url: AgentUrl = None,
+    agent_api_key: AgentKey = "EMPTY",
+) -> None:
+    """Record terminal episodes: a real shell in tmux inside a bwrap sandbox per episode.
+
+    Templates are cycled in order, so every split covers all of them; held-out episodes
+    become benchmark samples (first, last and three middle turns) in --bench-dir.
+    """
+    from agentworld.envs.sandbox import SandboxUnavailable, ensure_rootfs
+    from agentworld.envs.sandbox.prereq import check_host
+    from agentworld.envs.terminal import TEMPLATES, TerminalEnv
+    from agentworld.envs.terminal.drivers import AgentConfig, run_agent, run_scripted
+
+    for name in template or []:
+        if name not in TEMPLATES.names():
+            raise fail(f"unknown terminal task template {name!r}", f"choose from: {', '.join(TEMPLATES.names())}")
+    try:
+        check_host()
+        if not build:
+            ensure_rootfs(build=False)
+        else:
+            with console.status("preparing the sandbox root filesystem (debootstrap, a few minutes the first time)"):
+                ensure_rootfs()
+    except SandboxUnavailable as exc:
+        raise fail(exc.message, exc.fix) from None
+    config = (AgentConfig(model=agent_model, base_url=agent_base_url, api_key=agent_api_key, max_steps=max_steps)
+              if agent_model else None)
+
+    def run_one(job: Any) -> Any:
+        task = TEMPLATES.get(job.task).instance(job.seed)
+        with TerminalEnv() as env:
+            if config is None:
+                return run_scripted(env, task, seed=job.seed, trajectory_id=job.job_id)
+            import asyncio
+
+            # Worker threads own no event loop; the episode ends before its sandbox closes.
+            return asyncio.run(run_agent(env, task, config, seed=job.seed, trajectory_id=job.job_id))
+
+    jobs = _jobs("terminal", episodes, test_episodes, seed, template or TEMPLATES.names())
+    _run("terminal", jobs, run_one, out_path or Path("runs/collect/terminal.jsonl"), workers, bench_dir)

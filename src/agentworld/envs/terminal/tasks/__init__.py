@@ -3,3 +3,6 @@
 from agentworld.envs.terminal.task import TemplateRegistry
 
 TEMPLATES = TemplateRegistry()
+
+# Importing the modules registers their templates.
+from agentworld.envs.terminal.tasks import dev, files, interactive, system  # noqa: E402,F401
