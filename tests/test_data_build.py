@@ -88,12 +88,24 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_cpt_loss_mask_token_by_token(tmp_path: Path, data_dir: Path, inputs: list[str], tiny: Path) -> None:
-    cfg = CPTConfig(inputs=inputs, output_dir=str(tmp_path / "cpt"), tokenizer=str(tiny), max_length=8192, workers=1)
+    knowledge = tmp_path / "knowledge.jsonl"
+    knowledge.write_text(json.dumps({"title": "bash(1)", "domain": "terminal", "text": "BASH is a shell."}) + "\n")
+    cfg = CPTConfig(
+        inputs=inputs, output_dir=str(tmp_path / "cpt"), tokenizer=str(tiny), max_length=8192, workers=1,
+        knowledge=[str(knowledge)],
+    )
     report = build_cpt(cfg)
     assert report.prepared["filters"]["mcp"]["dropped_undeclared_tool"] == 1
     assert report.prepared["filters"]["terminal"]["dropped_too_few_turns"] == 1
+    assert report.knowledge_samples == 1
     ds = Dataset.from_parquet(str(tmp_path / "cpt" / "train.parquet"))
     assert set(ds.column_names) >= {"input_ids", "labels", "position_ids", "seq_lengths"}
+    krow = next(r for r in ds if any(x.startswith("knowledge:") for x in r["sample_ids"]))
+    kdx = next(i for i, x in enumerate(krow["sample_ids"]) if x.startswith("knowledge:"))
+    ks = sum(krow["seq_lengths"][:kdx])
+    kids, klabels = krow["input_ids"][ks : ks + krow["seq_lengths"][kdx]], krow["labels"][ks : ks + krow["seq_lengths"][kdx]]
+    tok = load_tokenizer(str(tiny))
+    assert tok.decode([t for t, lab in zip(kids, klabels) if lab != IGNORE_INDEX]) == "BASH is a shell.<|im_end|>\n"
     assert report.samples == sum(len(r) for r in ds["seq_lengths"])
 
     # the sample of the retry trajectory, cut out of its packed row by seq_lengths
@@ -104,7 +116,6 @@ def test_cpt_loss_mask_token_by_token(tmp_path: Path, data_dir: Path, inputs: li
     ids, labels, pos = row["input_ids"][start:end], row["labels"][start:end], row["position_ids"][start:end]
     assert pos == list(range(end - start))  # positions restart for every packed sample
 
-    tok = load_tokenizer(str(tiny))
     [traj] = filter_trajectories([t for t in extra_trajectories() if t.id == "shell-retry"], report=FilterReport())
     chat = trajectory_chat(traj, trajectory_system_prompt(traj))
     assert tok.decode(ids) == tok.apply_chat_template(chat, tokenize=False)
@@ -128,6 +139,19 @@ def test_cpt_loss_mask_token_by_token(tmp_path: Path, data_dir: Path, inputs: li
         expected = format_observation(traj.turns[turn_idx - 1].observation) + "<|im_end|>\n"
         assert tok.decode(ids[a:b]) == expected
         assert tok.decode(ids[:a]).endswith("<|im_start|>assistant\n")
+
+
+def test_held_out_split_is_written_and_excluded(tmp_path: Path, inputs: list[str], tiny: Path) -> None:
+    cfg = CPTConfig(inputs=inputs, output_dir=str(tmp_path / "cpt"), tokenizer=str(tiny), test_fraction=0.5, seed=3)
+    report = build_cpt(cfg)
+    split = json.loads((tmp_path / "cpt" / "split.json").read_text())
+    assert split["test"] and split["train"] and not set(split["test"]) & set(split["train"])
+    held = read_trajectories(tmp_path / "cpt" / "test_trajectories.jsonl").items
+    assert sorted(t.id for t in held) == sorted(split["test"])
+    assert report.prepared["leakage"]["ok"]
+    ds = Dataset.from_parquet(str(tmp_path / "cpt" / "train.parquet"))
+    packed = {sid for ids in ds["sample_ids"] for sid in ids}
+    assert packed == {f"traj:{t}" for t in split["train"]}
 
 
 def test_sft_rejection_sampling_and_resume(tmp_path: Path, data_dir: Path, inputs: list[str]) -> None:
