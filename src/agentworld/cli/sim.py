@@ -253,6 +253,7 @@ def drift(
     world: Path = WORLD, question: str = QUESTION, seed: int = typer.Option(0, "--seed"),
     mode: str = typer.Option("forced", "--mode", help="forced (sim sees real history) | free (sim runs on its own)"),
     threshold: float = typer.Option(3.0, "--threshold", help="Rule-score total under which a step diverges."),
+    min_factuality: int = typer.Option(3, "--min-factuality", help="Factuality score under which a step diverges."),
     report_path: Path = typer.Option(None, "--report", help="Write the per-step report as JSON."),
 ) -> None:
     """Run the same actions in a real environment and in the simulator; score each step."""
@@ -286,7 +287,8 @@ def drift(
         raise fail(f"unknown mode {mode!r}", "use forced or free")
     wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
     try:
-        report = measure_drift(real, SimEnv(wm, sc, checks=checks), acts, env_name=env_id, seed=seed, mode=mode, threshold=threshold)  # type: ignore[arg-type]
+        report = measure_drift(real, SimEnv(wm, sc, checks=checks), acts, env_name=env_id, seed=seed, mode=mode,
+                               threshold=threshold, min_factuality=min_factuality)  # type: ignore[arg-type]
     finally:
         real.close()
     table = Table("turn", "score", "diverged", "conflicts", "action", title=f"drift: {env_id} ({mode})")

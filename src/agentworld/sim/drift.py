@@ -4,8 +4,9 @@
 every score measures one-step prediction from the true history; ``free`` mode lets the
 simulator run on its own predictions, so errors accumulate the way they do when an agent
 trains against it. Each step is scored by the offline rule scorer with the real
-observation as ground truth; a step whose total falls under ``threshold`` (or whose
-prediction failed) diverges.
+observation as ground truth. A step diverges when its total falls under ``threshold``,
+its factuality under ``min_factuality`` (the content disagrees even if the form is
+right), the simulator's ledger flagged a contradiction, or the prediction failed.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ def measure_drift(
     seed: int | None = 0,
     mode: Literal["forced", "free"] = "forced",
     threshold: float = 3.0,
+    min_factuality: int = 3,
 ) -> DriftReport:
     """Run ``actions`` in both environments (both reset first) and score every step."""
     from agentworld.judge import RuleScorer
@@ -104,10 +106,14 @@ def measure_drift(
                           status=Status.missing if error else Status.complete, error=error)
         j = scorer.score_sync(sample, pred)
         total = j.total if j.ok else None
+        conflicts = len(s.info.get("ledger_conflicts", []))
+        diverged = (
+            error is not None or total is None or total < threshold
+            or 0 < j.scores.get("factuality", 0) < min_factuality or conflicts > 0
+        )
         report.steps.append(DriftStep(
             turn=turn, action=action, real=r.observation, sim=s.observation, total=total, scores=j.scores,
-            diverged=error is not None or total is None or total < threshold, error=error,
-            conflicts=len(s.info.get("ledger_conflicts", [])),
+            diverged=diverged, error=error, conflicts=conflicts,
         ))
         if mode == "forced":
             sim.rewrite_last(r.observation)
