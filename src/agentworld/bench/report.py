@@ -23,8 +23,9 @@ def fmt(value: float | None, digits: int = 1) -> str:
 
 
 def table_rows(group: GroupScore) -> list[list[str]]:
-    """Header plus one row per domain and one for all domains: scores on the 0-100 scale."""
-    head = ["domain", *COLUMNS, "valid", "failed", "bad pred", "pred tok/sample", "judge tok/sample", "USD/sample"]
+    """Header plus one row per domain and one for all domains: scores on the 0-100 scale;
+    tokens and USD are means per sample."""
+    head = ["domain", *COLUMNS, "valid", "failed", "bad pred", "pred tok", "judge tok", "USD"]
     rows = [head]
     for name, b in [*group.domains.items(), ("overall", group.overall)]:
         rows.append(

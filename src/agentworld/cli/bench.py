@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.progress import TextColumn
+from rich import box
 from rich.table import Table
 
 from agentworld.cli._common import console, fail, out, progress, report_line_errors
@@ -196,6 +197,14 @@ def _price(pairs: list[str] | None) -> dict[str, tuple[float, float]]:
     return prices
 
 
+_ALWAYS = {"domain", "total", "valid", "failed"}
+# Short headers so the table fits an 80-column terminal; the report spells them out.
+_SHORT = {
+    "format": "fmt", "factuality": "fact", "consistency": "cons", "realism": "real", "quality": "qual",
+    "bad pred": "bad", "pred tok": "tok", "judge tok": "jtok",
+}
+
+
 @app.command()
 def score(
     judged: Annotated[list[Path], typer.Argument(help="Verdict JSONL files from `bench judge`.")],
@@ -219,11 +228,14 @@ def score(
     report = score_records(records, prices=_price(price))
     for g in report.groups:
         rows = table_rows(g)
-        table = Table(title=f"{g.model} judged by {g.judge} (0-100)")
-        for c in rows[0]:
-            table.add_column(c, justify="left" if c == "domain" else "right")
+        # Columns with nothing to say (no judge tokens, no prices) only cost width here.
+        keep = [i for i, c in enumerate(rows[0]) if c in _ALWAYS or any(r[i] not in ("-", "0") for r in rows[1:])]
+        table = Table(title=f"{g.model} judged by {g.judge} (0-100)", box=box.SIMPLE_HEAD)
+        for i in keep:
+            head = _SHORT.get(rows[0][i], rows[0][i])
+            table.add_column(head, justify="left" if i == 0 else "right", min_width=8 if i == 0 else len(head))
         for r in rows[1:]:
-            table.add_row(*r, style="bold" if r[0] == "overall" else None)
+            table.add_row(*(r[i] for i in keep), style="bold" if r[0] == "overall" else None)
         out.print(table)
     for a in report.agreement:
         rho = "-" if a.spearman is None else f"{a.spearman:.3f}"
