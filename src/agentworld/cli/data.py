@@ -272,6 +272,9 @@ def _builder(kind: BuildKind):
     return build_rl
 
 
+_REPORT_ORDER = ("trajectories", "queries", "rollouts", "valid", "passed", "kept", "retention", "samples", "with_verifier")
+
+
 def _print_build_report(kind: BuildKind, rep: dict) -> None:
     prep = rep["prepared"]
     out.print(f"trajectories: {prep['train_trajectories']} train, {prep['test_trajectories']} held out")
@@ -290,7 +293,8 @@ def _print_build_report(kind: BuildKind, rep: dict) -> None:
     else:
         table = Table(title=f"{kind.value} per domain")
         per = rep["per_domain"]
-        cols = sorted({k for c in per.values() for k in c})
+        present = {k for c in per.values() for k in c}
+        cols = [k for k in _REPORT_ORDER if k in present] + sorted(present - set(_REPORT_ORDER))
         table.add_column("domain")
         for c in cols:
             table.add_column(c, justify="right")
