@@ -230,7 +230,7 @@ def score(
         rows = table_rows(g)
         # Columns with nothing to say (no judge tokens, no prices) only cost width here.
         keep = [i for i, c in enumerate(rows[0]) if c in _ALWAYS or any(r[i] not in ("-", "0") for r in rows[1:])]
-        table = Table(title=f"{g.model} judged by {g.judge} (0-100)", box=box.SIMPLE_HEAD)
+        table = Table(title=f"{g.model} judged by {g.judge} (0-100)", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
         for i in keep:
             head = _SHORT.get(rows[0][i], rows[0][i])
             table.add_column(head, justify="left" if i == 0 else "right", min_width=8 if i == 0 else len(head))
