@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from agentworld.envs import record_episode
 from agentworld.models import WorldModel, load_backend
 from agentworld.sim import SimEnv
-from agentworld.sim.drift import measure_drift, scenario_for
+from agentworld.sim.drift import make_real_env, measure_drift, scenario_for
 from agentworld.sim.worlds import FictionalSearchEnv, FictionalWorld, build_world, world_check, world_scenario, write_questions
 from agentworld.trajectory import write_trajectories
 
@@ -101,13 +101,11 @@ def _mcp_ready() -> bool:
 @pytest.mark.sandbox
 @pytest.mark.skipif(not _mcp_ready(), reason="the real filesystem MCP server is not installed (scripts/setup.sh)")
 def test_drift_against_the_real_mcp_filesystem_server(tmp_path: Path):
-    from agentworld.envs import make
-
     root = "/workspace/files"
     recorded_actions = [_call("write_file", path=f"{root}/notes.txt", content="alpha"),
                         _call("read_text_file", path=f"{root}/notes.txt"),
                         _call("list_directory", path=root)]
-    real = make("mcp-v1", servers=["filesystem"])
+    real = make_real_env("mcp-v1", servers=["filesystem"])
     try:
         traj = record_episode(real, recorded_actions, trajectory_id="fs-1", seed=0)
         write_trajectories(tmp_path / "fs.jsonl", [traj])
@@ -121,5 +119,39 @@ def test_drift_against_the_real_mcp_filesystem_server(tmp_path: Path):
         report = measure_drift(real, SimEnv(wm, scenario_for(real, first)), changed, env_name="mcp-v1")
         assert report.first_divergence == 2 and report.steps[1].conflicts == 1
         assert "omega" in report.steps[1].real and "alpha" in report.steps[1].sim
+    finally:
+        real.close()
+
+
+def _sandbox_ready() -> bool:
+    try:
+        from agentworld.envs.sandbox.prereq import check_host
+
+        check_host()
+    except Exception:  # any missing prerequisite means: no real terminal here
+        return False
+    return shutil.which("tmux") is not None
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+@pytest.mark.skipif(not _sandbox_ready(), reason="bwrap/overlayfs/tmux unavailable (scripts/setup.sh)")
+def test_drift_against_the_real_terminal(tmp_path: Path):
+    from agentworld.envs.sandbox import ensure_rootfs
+
+    ensure_rootfs()
+    ks = lambda text: json.dumps([{"keystrokes": text, "duration": 2.0}])  # noqa: E731
+    actions = [ks("echo alpha > notes.txt\n"), ks("cat notes.txt\n"), ks("pwd\n")]
+    real = make_real_env("terminal-v1")
+    try:
+        write_trajectories(tmp_path / "term.jsonl", [record_episode(real, actions, trajectory_id="term-1", seed=0)])
+        wm = WorldModel(load_backend("retrieval", source=tmp_path / "term.jsonl", domain="terminal"))
+        first = real.reset(seed=0).observation
+        same = measure_drift(real, SimEnv(wm, scenario_for(real, first)), actions, env_name="terminal-v1")
+        assert same.first_divergence is None and all(s.real == s.sim for s in same.steps)
+        changed = [ks("echo omega > notes.txt\n"), ks("cat notes.txt\n")]
+        report = measure_drift(real, SimEnv(wm, scenario_for(real, first)), changed, env_name="terminal-v1", mode="free")
+        assert report.first_divergence == 1  # the echoed command line already differs
+        assert report.steps[1].conflicts == 1 and "omega" in report.steps[1].real and "alpha" in report.steps[1].sim
     finally:
         real.close()

@@ -257,9 +257,8 @@ def drift(
     report_path: Path = typer.Option(None, "--report", help="Write the per-step report as JSON."),
 ) -> None:
     """Run the same actions in a real environment and in the simulator; score each step."""
-    from agentworld.envs import make, registered
     from agentworld.sim import SimEnv
-    from agentworld.sim.drift import measure_drift, scenario_for
+    from agentworld.sim.drift import make_real_env, measure_drift, scenario_for
     from agentworld.sim.loading import InputError, load_actions
 
     try:
@@ -279,7 +278,7 @@ def drift(
         checks = [world_check(w)]
     else:
         try:
-            real = make(env_id) if env_id in registered() else _import_family(env_id)
+            real = make_real_env(env_id)
         except KeyError as exc:
             raise fail(str(exc.args[0]), "pick an id from the list") from None
         sc = scenario_for(real, real.reset(seed=seed).observation)
@@ -299,20 +298,6 @@ def drift(
     console.print(report.summary())
     if report_path:
         report_path.write_text(report.model_dump_json(indent=1), encoding="utf-8")
-
-
-def _import_family(env_id: str) -> Any:
-    """Environments register when their package is imported: ``mcp-v1`` lives in ``agentworld.envs.mcp``."""
-    import importlib
-
-    from agentworld.envs import make
-
-    family = env_id.split("-", 1)[0]
-    try:
-        importlib.import_module(f"agentworld.envs.{family}")
-    except ImportError:
-        pass
-    return make(env_id)
 
 
 @world_app.command("build")
