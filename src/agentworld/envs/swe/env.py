@@ -70,7 +70,10 @@ class SweEnv(Env):
 
     # -- episode ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
+        """Options: ``repo`` (name), ``mutation`` (a :attr:`Mutation.id` to force), ``bug``
+        (False: no bug, the pristine tree)."""
         self.close()
+        self.bug = None
         options = options or {}
         seed = 0 if seed is None else seed
         rng = keyed_rng(seed, "swe")
@@ -81,10 +84,11 @@ class SweEnv(Env):
         self.sandbox = Sandbox(limits=self.config.limits, env={"PYTHONPATH": repos.guest_pythonpath(spec)})
         # No sandbox process has run yet, so writing the fresh tree from the host is safe.
         repo = repos.extract_repo(spec, self.sandbox.workspace, self.config.cache)
-        candidates = mutate.repo_mutations(repo, spec.source_dirs, spec.exclude)
-        originals = {m.file: (repo / m.file).read_text(encoding="utf-8") for m in candidates}
         top = sorted(p.name + ("/" if p.is_dir() else "") for p in repo.iterdir())
-        self.bug = self._inject(spec, mutate.ordered(candidates, rng), originals, options.get("mutation"))
+        if options.get("bug", True):
+            candidates = mutate.repo_mutations(repo, spec.source_dirs, spec.exclude)
+            originals = {m.file: (repo / m.file).read_text(encoding="utf-8") for m in candidates}
+            self.bug = self._inject(spec, mutate.ordered(candidates, rng), originals, options.get("mutation"))
         self._git_init(spec)
         self.editor = Editor(SandboxFiles(self.sandbox), cwd=repos.GUEST_ROOT)
         self.bash = Bash(self.sandbox, cwd=repos.GUEST_ROOT, timeout=self.config.bash_timeout)
@@ -94,8 +98,10 @@ class SweEnv(Env):
             "tools": TOOLS,
             "initial_state": self._initial_state(spec, top),
         }
-        info = {"repo": spec.name, "version": spec.version, "bug": self.bug.mutation.description,
-                "failing_tests": list(self.bug.failing_tests), "attempts": self.bug.attempts}
+        info: dict[str, Any] = {"repo": spec.name, "version": spec.version}
+        if self.bug is not None:
+            info.update(bug=self.bug.mutation.description, failing_tests=list(self.bug.failing_tests),
+                        attempts=self.bug.attempts)
         return Reset(self._context["task_description"], info)
 
     def step(self, action: str) -> Step:
@@ -140,9 +146,16 @@ class SweEnv(Env):
             order = [m for m in order if m.id == forced]
             if not order:
                 raise NoBugFound(f"mutation {forced!r} is not a candidate in {spec.name}")
-        for attempt, m in enumerate(order[: self.config.max_attempts], start=1):
+        attempt = 0
+        for m in order:
+            mutated = mutate.apply_text(originals[m.file], m)
+            if not mutate.parses(mutated):
+                continue
+            attempt += 1
+            if attempt > self.config.max_attempts:
+                break
             path = f"{spec.guest_path}/{m.file}"
-            self.sandbox.write_file(path, mutate.apply_text(originals[m.file], m))
+            self.sandbox.write_file(path, mutated)
             code, output = self.run_tests(spec)
             if code == 1:  # pytest: tests ran and some failed (not a crash or a collection error)
                 return Bug(spec.name, m, tuple(dict.fromkeys(FAILED_RE.findall(output))), output, attempt)
@@ -160,7 +173,10 @@ class SweEnv(Env):
             raise RuntimeError(f"git init failed in the sandbox: {res.stderr.strip()}")
 
     @staticmethod
-    def _task(spec: repos.RepoSpec, bug: Bug) -> str:
+    def _task(spec: repos.RepoSpec, bug: Bug | None) -> str:
+        if bug is None:  # an exploration episode on the pristine tree
+            return (f"Get to know the repository at {spec.guest_path} ({spec.dist} {spec.version}): read its "
+                    f"code and run its tests with `cd {spec.guest_path} && {spec.test_command}`.")
         shown = ", ".join(f"`{t}`" for t in bug.failing_tests[:3]) or "some tests"
         return (
             f"The repository at {spec.guest_path} ({spec.dist} {spec.version}) has a bug: its test suite "

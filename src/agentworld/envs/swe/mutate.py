@@ -197,13 +197,13 @@ def repo_mutations(repo: Path, source_dirs: tuple[str, ...], exclude: tuple[str,
         if any(part in exclude for part in Path(rel).parts):
             continue
         out.extend(find_mutations(f.read_text(encoding="utf-8"), rel))
-    return [m for m in out if _still_parses(repo, m)]
+    return out
 
 
-def _still_parses(repo: Path, m: Mutation) -> bool:
-    text = (repo / m.file).read_text(encoding="utf-8")
+def parses(text: str) -> bool:
+    """Whether a mutated module still compiles (checked lazily: parsing every candidate is slow)."""
     try:
-        ast.parse(apply_text(text, m))
+        ast.parse(text)
     except SyntaxError:
         return False
     return True
