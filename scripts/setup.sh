@@ -38,7 +38,7 @@ python3 -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('llm_sm
 python3 -m agentworld.envs.mcp.install
 # SWE repositories: pinned PyPI source distributions (with their tests) and the pytest wheels
 # that run those tests inside the sandbox, cached once in the user cache dir.
-python3 -m agentworld.envs.swe.repos >/dev/null
+python3 -m agentworld.envs.swe >/dev/null
 # The Debian root every sandbox starts from (debootstrap, once; cached in the user cache dir).
 if [ "$(id -u)" -eq 0 ] && [ "${AGENTWORLD_SKIP_ROOTFS:-0}" != "1" ]; then
   python3 -m agentworld.envs.sandbox.rootfs >/dev/null

@@ -3,7 +3,7 @@
 Each repository is a small pure-Python project whose sdist ships its own test suite and
 whose tests run offline in a few seconds. The sdists (and the wheels of pytest that run
 those suites inside the sandbox) are downloaded once at setup time into the user cache
-(``python -m agentworld.envs.swe.repos``, called by ``scripts/setup.sh``); at run time
+(``python -m agentworld.envs.swe``, called by ``scripts/setup.sh``); at run time
 nothing is downloaded, and a missing file fails with a hint naming that command.
 """
 
@@ -105,7 +105,7 @@ def cache_dir(root: str | Path | None = None) -> Path:
     return Path(env) if env else Path(platformdirs.user_cache_dir("agentworld")) / "swe"
 
 
-_HINT = "run `python -m agentworld.envs.swe.repos` once with network access to PyPI (scripts/setup.sh does)"
+_HINT = "run `python -m agentworld.envs.swe` once with network access to PyPI (scripts/setup.sh does)"
 
 
 def sdist_path(spec: RepoSpec, root: str | Path | None = None) -> Path:
@@ -148,7 +148,10 @@ def download(root: str | Path | None = None, *, quiet: bool = True) -> Path:
             todo.append(f"{spec.dist}=={spec.version}")
     if todo:
         subprocess.run([*pip, "--no-binary", ":all:", "-d", str(base / "sdists"), *todo], check=True)
-    subprocess.run([*pip, "--only-binary", ":all:", "-d", str(base / "wheels"), *TEST_WHEELS], check=True)
+    have = {w.name.split("-")[0].lower() for w in (base / "wheels").glob("*.whl")}
+    wheels = [req for req in TEST_WHEELS if req.split("==")[0].lower() not in have]
+    if wheels:
+        subprocess.run([*pip, "--only-binary", ":all:", "-d", str(base / "wheels"), *wheels], check=True)
     test_site(base)
     return base
 
@@ -171,7 +174,3 @@ def extract_repo(spec: RepoSpec, workspace: Path, root: str | Path | None = None
 def guest_pythonpath(spec: RepoSpec) -> str:
     parts = [f"{GUEST_ROOT}/{DEPS_DIR}"] + [posixpath.normpath(f"{spec.guest_path}/{p}") for p in spec.pythonpath]
     return ":".join(parts)
-
-
-if __name__ == "__main__":
-    print(download(quiet=False))
