@@ -111,3 +111,16 @@ async def test_async_score_matches_sync(awbench_dir):
 def test_sample_without_history_has_no_contradictions():
     s = BenchSample(task="terminal", id=1, prompt=["ls"], response=["a"], current_prompt="ls", system_str="", turn_idx=1, total_turns=1)
     assert scorer.score_sync(s, pred("b")).scores["consistency"] == 5
+
+
+def test_mcp_factuality_checks_values_the_session_fixed():
+    call = json.dumps({"name": "create_entities", "arguments": {"entities": [{"name": "Ada", "observations": ["works at Initech"]}]}})
+    result = json.dumps({"content": [{"type": "text", "text": json.dumps([{"name": "Ada", "observations": ["works at Initech"]}], indent=2)}], "isError": False})
+    s = BenchSample(task="mcp", id=1, prompt=[call], response=[result], current_prompt=call, system_str="", turn_idx=1, total_turns=1)
+    from agentworld.judge.rules import rules_for
+
+    assert set(rules_for("mcp").determined(s)) == {"Ada", "works at Initech"}
+    assert scorer.score_sync(s, pred(result)).scores["factuality"] == 5
+    wrong = result.replace("Initech", "Globex")
+    j = scorer.score_sync(s, pred(wrong))
+    assert j.scores["factuality"] == 3 and j.scores["format"] == 5  # one of two fixed values wrong

@@ -13,8 +13,9 @@ each dimension measures (pred = the parsed prediction, truth = the real observat
   with consecutive, matching line numbers. Others: line-shape similarity.
 - ``factuality``: exact reproduction of deterministic content, i.e. truth lines the
   session already fixes (they occur verbatim in an earlier action or observation or in
-  the current action; for terminal also the echoed command line). Score = share of those
-  lines found verbatim in pred. When the session fixes nothing, bag-of-words F1 with the
+  the current action; for terminal also the echoed command line; for mcp the JSON leaf
+  values that occur in an earlier action or observation). Score = share of those found
+  verbatim in pred (as whole lines; for mcp among pred's JSON leaf values). When the session fixes nothing, bag-of-words F1 with the
   truth stands in.
 - ``consistency``: contradictions with the session history: a fact pred states (``key:
   value`` lines, JSON fields, element id -> role, window name -> role, user@host of the
@@ -69,7 +70,7 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
     fmt, fmt_why = rules.format_fraction(pred, truth, sample)
     determined = rules.determined(sample)
     if determined:
-        fact = line_recall(determined, pred)
+        fact = sum(rules.found(u, pred) for u in determined) / len(determined)
     else:
         fact = token_f1(pred, truth)
     contradictions = rules.contradictions(pred, sample)

@@ -202,6 +202,10 @@ class DomainRules:
         known = "\n".join([*(a + "\n" + o for a, o in sample.history()), sample.action])
         return [ln for ln in text_lines(sample.ground_truth) if re.search(r"\w", ln) and ln in known]
 
+    def found(self, unit: str, pred: str) -> bool:
+        """Whether a determined unit appears in the prediction (default: as a whole line)."""
+        return unit in set(text_lines(pred))
+
     def contradictions(self, pred: str, sample: BenchSample) -> list[str]:
         """Facts in ``pred`` that disagree with the history while the truth agrees with it."""
         history: dict[str, str] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentworld.judge.rules._common import DomainRules, parse_json, shape_similarity
+from agentworld.judge.rules._common import DomainRules, key_value_facts, parse_json, shape_similarity
 
 
 def _keys(value: Any) -> set[str]:
@@ -16,6 +16,15 @@ def _keys(value: Any) -> set[str]:
         if isinstance(item, dict):
             keys |= {f"content[].{k}" for k in item}
     return keys
+
+
+def _leaves(text: str) -> set[str]:
+    """Scalar JSON values (text payloads holding JSON read as JSON too), minus the
+    protocol's own markers (content item types, booleans), which say nothing of state."""
+    return {
+        v for k, v in key_value_facts(text).items()
+        if not k.endswith("type") and v not in ("true", "false", "null")
+    }
 
 
 class McpRules(DomainRules):
@@ -35,6 +44,21 @@ class McpRules(DomainRules):
         jac = len(tk & pk) / len(tk | pk) if tk | pk else 1.0
         # Valid JSON of the right type earns half; the rest is having the same keys.
         return 0.5 + 0.5 * jac, {"valid_json": True, "key_jaccard": round(jac, 3)}
+
+    def determined(self, sample: Any) -> list[str]:
+        """JSON leaf values of the real result (text payloads included, line by line) that
+        an earlier action or observation already states: echoed arguments, stored data."""
+        if parse_json(sample.ground_truth) is None:
+            return super().determined(sample)
+        known = "\n".join([*(a + "\n" + o for a, o in sample.history()), sample.action])
+        units = []
+        for value in _leaves(sample.ground_truth):
+            if len(value) >= 3 and value in known and value not in units:
+                units.append(value)
+        return units
+
+    def found(self, unit: str, pred: str) -> bool:
+        return unit in _leaves(pred) or super().found(unit, pred)
 
     def contradictions(self, pred: str, sample: Any) -> list[str]:
         out = super().contradictions(pred, sample)
