@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,9 @@ def test_files_round_trip_and_workspace_is_visible_on_host(sb: Sandbox) -> None:
 def test_timeout_kills_the_whole_process_tree(sb: Sandbox) -> None:
     r = sb.run("(sleep 300 &) ; sleep 300", timeout=1)
     assert r.timed_out and not r.ok and r.duration_s < 10
+    deadline = time.monotonic() + 5  # the kernel reaps a dead PID namespace asynchronously
+    while sb.cgroup is not None and sb.cgroup.pids() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert sb.cgroup is None or sb.cgroup.pids() == []
 
 

@@ -119,7 +119,7 @@ class Sandbox:
     def _mount(self, upper_from: Path | None) -> None:
         self.layer.mkdir()
         self.root.mkdir()
-        _check_call(["mount", "-t", "tmpfs", "-o", f"size={self.limits.disk_mb}m,mode=0755", "tmpfs", str(self.layer)])
+        _check_call(["mount", "-t", "tmpfs", "-o", f"size={self.limits.disk_mb}m,mode=0755,nodev", "tmpfs", str(self.layer)])
         upper, work = self.layer / "upper", self.layer / "work"
         if upper_from is not None:
             # cp -a keeps owners, modes, xattrs and the overlay's whiteout devices.
@@ -127,7 +127,8 @@ class Sandbox:
         else:
             upper.mkdir()
         work.mkdir()
-        opts = f"lowerdir={self.rootfs},upperdir={upper},workdir={work}"
+        # nodev: device nodes made inside (CAP_MKNOD keeps mknod working) cannot be opened.
+        opts = f"nodev,lowerdir={self.rootfs},upperdir={upper},workdir={work}"
         _check_call(["mount", "-t", "overlay", "overlay", "-o", opts, str(self.root)])
 
     def close(self) -> None:

@@ -1,0 +1,179 @@
+"""Hostile commands are contained: each one fails or is stopped inside its sandbox, the
+episode reports what happened, the host is unaffected, and the next episode is clean."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from agentworld.envs.sandbox import Limits, Sandbox, ensure_rootfs
+from agentworld.envs.terminal import TerminalEnv, action_json
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+PROMPT = "root@sandbox:/workspace#"
+TIGHT = Limits(memory_mb=256, pids=64, disk_mb=64, file_size_mb=32, cpu_seconds=3, output_bytes=100_000)
+
+
+@pytest.fixture(scope="module")
+def rootfs() -> Path:
+    return ensure_rootfs()
+
+
+@pytest.fixture
+def env(rootfs: Path):
+    e = TerminalEnv(limits=TIGHT, rootfs=rootfs)
+    e.reset()
+    yield e
+    last = e.sandbox.dir if e.sandbox else None
+    e.close()
+    _assert_torn_down(last)
+
+
+def _assert_torn_down(sandbox_dir: Path | None) -> None:
+    """The closed sandbox left no folder, no mount and no cgroup behind."""
+    assert sandbox_dir is not None and not sandbox_dir.exists()
+    assert str(sandbox_dir) not in Path("/proc/mounts").read_text()
+
+
+def run(env: TerminalEnv, line: str, duration: float = 5.0):
+    return env.step(action_json((line + "\n", duration)))
+
+
+def _sha(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _assert_next_episode_clean(env: TerminalEnv) -> None:
+    assert env.sandbox is not None and env.sandbox.cgroup is not None
+    old_dir, old_cgroup = env.sandbox.dir, env.sandbox.cgroup.dirs
+    env.reset()
+    _assert_torn_down(old_dir)
+    assert not any(d.exists() for d in old_cgroup)
+    r = run(env, "ls -A /workspace | wc -l; ps -e --no-headers | wc -l; df --output=used -m / | tail -n 1")
+    files, procs, used = r.observation.split("\n")[1:4]
+    assert files.strip() == "0" and int(procs) <= 4 and int(used) < 5, r.observation
+
+
+def test_no_network(env: TerminalEnv) -> None:
+    host = socket.socket()
+    host.bind(("127.0.0.1", 0))
+    host.listen(1)
+    port = host.getsockname()[1]
+    try:
+        r = run(env, f"curl -sS -m 3 http://127.0.0.1:{port}/; curl -sS -m 3 http://1.1.1.1/; "
+                     "python3 -c \"import socket; socket.create_connection(('8.8.8.8', 53), 2)\" 2>&1 | tail -n 1", 15)
+        assert "Failed to connect to 127.0.0.1" in r.observation  # the host's loopback is not the sandbox's
+        assert "Couldn't connect to server" in r.observation
+        assert "Network is unreachable" in r.observation
+        r = run(env, "getent hosts deb.debian.org || echo no-dns; ip -o link | wc -l")
+        assert "no-dns\n1" in r.observation
+    finally:
+        host.close()
+    _assert_next_episode_clean(env)
+
+
+def test_writes_outside_workspace_never_reach_the_host(env: TerminalEnv, rootfs: Path, tmp_path: Path) -> None:
+    before = {p: _sha(p) for p in ("/etc/passwd", "/etc/hostname", str(rootfs / "etc/passwd"))}
+    r = run(env, f"echo 'evil:x:0:0::/:/bin/sh' >> /etc/passwd; rm -rf /usr/share/doc; echo x > /usr/bin/newtool; "
+                 f"mkdir -p {tmp_path} && echo pwned > {tmp_path}/owned; echo rc=$?; tail -n 1 /etc/passwd")
+    assert "rc=0" in r.observation and "evil:x:0:0" in r.observation  # allowed inside its own layer
+    assert {p: _sha(p) for p in before} == before
+    assert not (tmp_path / "owned").exists() and (rootfs / "usr/share/doc").is_dir()
+    r = run(env, "mount -t tmpfs none /mnt; echo h > /proc/sysrq-trigger; ls /sys | wc -l; mknod /tmp/sda b 8 0 && "
+                 "head -c 1 /tmp/sda")
+    assert "mount: /mnt: permission denied" in r.observation
+    assert "/proc/sysrq-trigger: Read-only file system" in r.observation or "sysrq-trigger: No such" in r.observation
+    assert "cannot open '/tmp/sda' for reading: Permission denied" in r.observation
+    _assert_next_episode_clean(env)
+
+
+def test_host_files_are_invisible(env: TerminalEnv, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host-secret-value\n")
+    r = run(env, f"cat {secret}; cat /root/.cache/agentworld 2>&1 | head -n1; grep -rs host-secret-value /proc/*/environ "
+                 "/tmp /root /workspace | wc -l; cat /proc/1/cmdline | tr '\\0' ' '")
+    assert "No such file or directory" in r.observation and "host-secret-value" not in r.observation.replace(
+        "grep -rs host-secret-value", "")
+    assert "script -q -e -c /bin/bash -i /dev/null" in r.observation  # PID 1 is the sandbox's own
+    _assert_next_episode_clean(env)
+
+
+def test_host_processes_cannot_be_seen_or_killed(env: TerminalEnv) -> None:
+    victim = subprocess.Popen(["sleep", "300"])
+    try:
+        r = run(env, f"kill -9 {victim.pid} {os.getpid()}; kill -9 -1; sleep 0.5; echo survived")
+        time.sleep(0.5)
+        assert victim.poll() is None  # the host process lives on
+        r = env.step(action_json(("", 0.5)))
+        ps = run(env, "ps -e --no-headers | wc -l")
+        assert int(ps.observation.split("\n")[1]) <= 4
+    finally:
+        victim.kill()
+    _assert_next_episode_clean(env)
+
+
+def test_fork_bomb_hits_the_process_limit(env: TerminalEnv) -> None:
+    r = run(env, "bomb() { bomb | bomb & }; bomb", 4)
+    r = env.step(action_json(("", 2)))
+    assert "process_limit" in r.info["events"]
+    assert env.sandbox is not None and env.sandbox.usage().pids_denied > 0
+    assert env.sandbox.cgroup is not None and len(env.sandbox.cgroup.pids()) <= TIGHT.pids
+    assert subprocess.run(["true"]).returncode == 0  # the host can still start processes
+    _assert_next_episode_clean(env)
+
+
+def test_memory_exhaustion_is_killed(env: TerminalEnv) -> None:
+    r = run(env, "python3 -c \"x = bytearray(1 << 30); print('allocated')\"; echo rc=$?", 20)
+    assert "\nallocated" not in r.observation
+    assert "Killed" in r.observation and "rc=137" in r.observation
+    assert "memory_limit" in r.info["events"] and r.info["prompt"]
+    assert run(env, "echo alive").observation.endswith(f"alive\n{PROMPT}")
+    _assert_next_episode_clean(env)
+
+
+def test_disk_filling_stops_at_the_quota(env: TerminalEnv) -> None:
+    free_before = os.statvfs("/tmp").f_bavail
+    r = run(env, "for i in 1 2 3 4; do head -c 30M /dev/zero > /workspace/fill$i; done; df -m / | tail -n 1", 20)
+    assert "No space left on device" in r.observation and "disk_full" in r.info["events"]
+    r = run(env, "head -c 40M /dev/zero > /big; echo rc=$?", 10)
+    assert "File size limit exceeded" in r.observation or "No space left" in r.observation
+    assert os.statvfs("/tmp").f_bavail > free_before - (200 << 20) // os.statvfs("/tmp").f_frsize
+    _assert_next_episode_clean(env)
+
+
+def test_running_forever_is_bounded(env: TerminalEnv, rootfs: Path) -> None:
+    t0 = time.monotonic()
+    r = run(env, "sleep infinity", 1.0)
+    assert time.monotonic() - t0 < 3 and "still_running" in r.info["events"] and not r.info["prompt"]
+    r = env.step(action_json(("C-c", 2)))
+    assert r.observation.endswith(PROMPT) and r.info["prompt"]
+    r = run(env, "python3 -c 'while True: pass'; echo rc=$?", 15)  # CPU-time limit of 3 s
+    assert "rc=152" in r.observation or "CPU time limit exceeded" in r.observation
+    with Sandbox(rootfs=rootfs, limits=TIGHT) as sb:
+        res = sb.run("sleep 1000 & while :; do sleep 1; done", timeout=1.5)
+        assert res.timed_out and sb.cgroup is not None
+        deadline = time.monotonic() + 5  # the kernel reaps a dead PID namespace asynchronously
+        while sb.cgroup.pids() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sb.cgroup.pids() == []
+    _assert_next_episode_clean(env)
+
+
+def test_printing_gigabytes_is_bounded(env: TerminalEnv, rootfs: Path) -> None:
+    t0 = time.monotonic()
+    r = run(env, "yes 'flood of output'", 2.0)
+    assert time.monotonic() - t0 < 6
+    lines = r.observation.split("\n")
+    assert len(lines) <= env.config.max_lines and lines[-2] == "flood of output"
+    r = env.step(action_json(("C-c", 3)))
+    assert r.observation.endswith(PROMPT)
+    with Sandbox(rootfs=rootfs, limits=TIGHT) as sb:
+        res = sb.run("head -c 4G /dev/zero", timeout=30)
+        assert res.truncated and len(res.stdout) == TIGHT.output_bytes and res.duration_s < 10
+    _assert_next_episode_clean(env)
