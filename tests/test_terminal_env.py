@@ -32,6 +32,8 @@ def test_parse_action() -> None:
     assert b[0].tmux_commands() == [["send-keys", "-l", "--", "ls"], ["send-keys", "Enter"]]
     assert b[1].tmux_commands() == [["send-keys", "C-c"]] and b[1].submits
     assert parse_action({"keystrokes": "x", "duration": 999})[0].duration == 60.0
+    # tmux would read a trailing ";" as its own command separator
+    assert parse_action('[{"keystrokes": "SELECT 1;"}]')[0].tmux_commands() == [["send-keys", "-l", "--", "SELECT 1\\;"]]
     for bad in ("ls", "[]", '[{"keystrokes": 3}]', '[{"keystrokes": "a", "duration": "soon"}]'):
         with pytest.raises(ActionError):
             parse_action(bad)
@@ -46,8 +48,8 @@ def test_reset_builds_state_and_captures_it(env: TerminalEnv) -> None:
                    "Working directory: /workspace", f"Prompt: {PROMPT}", "data/n.txt (6 bytes, mode 644)",
                    "PROJECT=demo"):
         assert needle in state
-    r = step(env, ("sort -n data/n.txt; echo $PROJECT; cat /opt/tool/VERSION\n", 5))
-    assert r.observation == f"{PROMPT} sort -n data/n.txt; echo $PROJECT; cat /opt/tool/VERSION\n1\n2\n3\ndemo\nv7\n{PROMPT}"
+    r = step(env, ("sort -n data/n.txt; echo $PROJECT; cat /opt/tool/VERSION;\n", 5))
+    assert r.observation == f"{PROMPT} sort -n data/n.txt; echo $PROJECT; cat /opt/tool/VERSION;\n1\n2\n3\ndemo\nv7\n{PROMPT}"
     assert r.info["prompt"] and r.info["duration_s"] < 3  # returned when the prompt came back
 
 

@@ -47,8 +47,14 @@ class Batch:
             if i:
                 cmds.append(["send-keys", "Enter"])
             if part:
-                cmds.append(["send-keys", "-l", "--", part])
+                cmds.append(["send-keys", "-l", "--", _escape(part)])
         return cmds
+
+
+def _escape(text: str) -> str:
+    """tmux reads an argument ending in ``;`` as a command separator; ``\\;`` is a literal one."""
+    return text[:-1] + "\\;" if text.endswith(";") else text
+
 
 def parse_action(action: str | list | dict) -> list[Batch]:
     """Parse the action text (or already decoded JSON) into batches; raises :class:`ActionError`."""

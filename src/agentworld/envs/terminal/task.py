@@ -70,8 +70,8 @@ class TemplateRegistry:
         return len(self._items)
 
 
-def cmd(line: str, duration: float = 2.0) -> str:
-    """An action that types ``line`` and presses Enter."""
+def cmd(line: str, duration: float = 5.0) -> str:
+    """An action that types ``line`` and presses Enter (the step ends early when the prompt is back)."""
     return action_json((line + "\n", duration))
 
 

@@ -17,7 +17,7 @@ def vim_edit(rng: random.Random) -> T:
     port = rng.randrange(3000, 9000)
     return T("vim-edit", f"Use vim to change the port in server.conf to {port} and add a comment line.",
              files={"server.conf": "host=0.0.0.0\nport=8080\nworkers=4\n"}, category="editors", actions=[
-                 cmd("vim server.conf", 1), keys(("2G", 0.2), ("cw", 0.2), (f"port={port}", 0.2), ("Escape", 0.2)),
+                 cmd("vim server.conf", 1), keys(("2G", 0.2), ("cc", 0.2), (f"port={port}", 0.2), ("Escape", 0.2)),
                  keys(("O# edited with vim", 0.2), ("Escape", 0.2)), keys((":wq\n", 1)), cmd("cat server.conf")])
 
 
