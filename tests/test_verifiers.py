@@ -97,3 +97,18 @@ def test_verify_and_rule_reward_are_binary() -> None:
     # text inside reasoning never counts
     assert rule_reward([spec], "<think>alpha beta gamma</think><predicted_observation>no</predicted_observation>") == 0.0
     assert rule_reward([], format_observation("anything")) == RULE_REWARD_MAX
+
+
+def test_error_signatures_and_tool_errors() -> None:
+    t = term([("python3 -c 'open(\"x\")'", "Traceback (most recent call last):\n  File \"<string>\", line 1\nFileNotFoundError: [Errno 2] No such file or directory: 'x'\n")])
+    assert kinds(t, 1)["error"] == ["FileNotFoundError", "[Errno 2]", "No such file or directory"]
+    assert "error" not in kinds(term([("echo ok", "ok\n")]), 1)
+    fail = json.dumps({"content": [{"type": "text", "text": "Entity not found"}], "isError": True})
+    ok = json.dumps({"content": [{"type": "text", "text": "[]"}], "isError": False})
+    mcp = Trajectory(id="m", domain="mcp", turns=[Turn(action='{"name": "open_nodes", "arguments": {}}', observation=fail)])
+    [spec] = derive_specs(mcp, 1)
+    assert spec.kind == "error" and spec.json_fields == {"isError": True}
+    compact = json.dumps({"isError": True, "content": [{"type": "text", "text": "boom"}]}, separators=(",", ":"))
+    assert verify(spec, compact)
+    assert not verify(spec, ok)
+    assert not verify(spec, "isError: true")  # not a JSON object

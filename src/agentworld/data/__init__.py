@@ -1,16 +1,24 @@
 """Training data: filters, train/test split, turn-level loss masking, CPT/SFT/RL builders.
 
-The public surface is re-exported here; builders import their heavy dependencies
-(``datasets``, ``transformers``) only when they run.
+The public surface is re-exported here. Builders load on first use: they pull in the
+judge and model packages, which themselves use the filters defined here.
 """
 
 from agentworld.data.config import CPTConfig, RLConfig, SFTConfig, load_config
-from agentworld.data.cpt import build_cpt
 from agentworld.data.filters import FilterConfig, FilterReport, filter_trajectories
 from agentworld.data.masking import KEEP_RATE, Category, categorize, keep_turn, mask_turns, turn_stats
-from agentworld.data.rl import build_rl
-from agentworld.data.sft import build_sft
 from agentworld.data.split import check_leakage, split_trajectories
+
+_BUILDERS = {"build_cpt": "agentworld.data.cpt", "build_sft": "agentworld.data.sft", "build_rl": "agentworld.data.rl"}
+
+
+def __getattr__(name: str):
+    if name in _BUILDERS:
+        import importlib
+
+        return getattr(importlib.import_module(_BUILDERS[name]), name)
+    raise AttributeError(name)
+
 
 __all__ = [
     "KEEP_RATE",

@@ -39,11 +39,14 @@ KINDS = ("controllability", "error", "write_read", "env_command", "db_query")
 
 
 class VerifierSpec(BaseModel):
-    """One binary check: every ``must_contain`` string occurs in the observation."""
+    """One binary check: every ``must_contain`` string occurs in the observation, no
+    ``must_not_contain`` string does, and the observation read as a JSON object has the
+    ``json_fields`` values (top-level keys)."""
 
     kind: str
     must_contain: list[str] = Field(default_factory=list)
     must_not_contain: list[str] = Field(default_factory=list)
+    json_fields: dict[str, Any] = Field(default_factory=dict)
     note: str = ""
 
 
@@ -54,9 +57,22 @@ def _norm(text: str) -> str:
 def verify(spec: VerifierSpec, observation: str) -> bool:
     """Run one spec on an observation (whitespace-insensitive substring checks)."""
     obs = _norm(observation)
-    return all(_norm(s) in obs for s in spec.must_contain) and not any(
-        _norm(s) in obs for s in spec.must_not_contain if s
-    )
+    if not all(_norm(s) in obs for s in spec.must_contain):
+        return False
+    if any(_norm(s) in obs for s in spec.must_not_contain if s):
+        return False
+    if spec.json_fields:
+        value = _json_object(observation)
+        return value is not None and all(value.get(k) == v for k, v in spec.json_fields.items())
+    return True
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def verify_all(specs: list[VerifierSpec], observation: str | None) -> bool:
@@ -189,11 +205,7 @@ def derive_specs(traj: Trajectory, turn_idx: int) -> list[VerifierSpec]:
         cased = [_find_cased(m, truth) for m in found]
         specs.append(_spec("controllability", cased, truth, f"follows: {instr[:120]}"))
 
-    for pat in ERROR_PATTERNS:
-        m = pat.search(truth)
-        if m:
-            specs.append(_spec("error", [m.group(0).strip()], truth, "reproduces the error"))
-            break
+    specs.append(_error_spec(truth))
 
     reads = _reads(action)
     if reads:
@@ -228,6 +240,32 @@ def derive_specs(traj: Trajectory, turn_idx: int) -> list[VerifierSpec]:
         specs.append(_spec("db_query", [v for v in stored if v in truth], truth, f"{call[0]} returns stored records"))
 
     return [s for s in specs if s is not None]
+
+
+# What identifies an error independently of its wording around it, most specific first.
+_SIGNATURES = (
+    re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b"),
+    re.compile(r"\[?errno \d+\]?", re.IGNORECASE),
+    re.compile(
+        r"no such file or directory|command not found|permission denied|not a directory|is a directory"
+        r"|file exists|syntax error|connection refused|no space left on device|not found",
+        re.IGNORECASE,
+    ),
+)
+
+
+def _error_spec(truth: str) -> VerifierSpec | None:
+    """Error reproduction: the real observation failed, the prediction must fail alike."""
+    obj = _json_object(truth)
+    if obj is not None and obj.get("isError") is True:
+        spec = VerifierSpec(kind="error", json_fields={"isError": True}, note="the tool call fails")
+        return spec if verify(spec, truth) else None
+    if not any(p.search(truth) for p in ERROR_PATTERNS):
+        return None
+    found: list[str] = []
+    for pat in _SIGNATURES:
+        found += [m.group(0) for m in pat.finditer(truth)]
+    return _spec("error", found[:3], truth, "reproduces the error")
 
 
 def _find_cased(mark: str, truth: str) -> str:
