@@ -25,7 +25,7 @@ def hand_made():
         rec("terminal/s1/1", "A", [5, 5, 5, 5, 5], jt=(2000, 100)),
         rec("terminal/s2/1", "A", [3, 0, 3, 3, 3]),  # factuality invalid: total 3 over four dimensions
         rec("terminal/s3/1", "A", error="unparsable verdict"),  # failed judgement
-        rec("mcp/s4/1", "A", [1, 1, 1, 1, 1], obs=None),
+        rec("mcp/s4/1", "A", [1, 1, 1, 1, 1], obs=None).model_copy(update={"prediction_status": "truncated", "raw_text": "I think the <predicted_observation>{"}),
         rec("mcp/s5/1", "A", [0, 0, 0, 0, 0]),  # no valid dimension: failed
         rec("terminal/s1/1", "B", [4, 4, 4, 4, 4]),
         rec("terminal/s2/1", "B", [2, 2, 2, 2, 2]),
@@ -88,6 +88,6 @@ def test_report_files(tmp_path):
     md, page = paths["markdown"].read_text(), paths["html"].read_text()
     assert "| overall |" in md and "50.0" in md and "chart_1.png" in md
     assert "judge failed: unparsable verdict" in md  # failed verdicts head the worst list
-    assert "(no valid observation)" in page and "(no valid observation)" in md
+    assert "(no valid observation: truncated)" in page and "raw output:" in md and "I think the" in md
     assert "Judge agreement" in page and paths["chart_1"].stat().st_size > 1000
     assert paths["chart_1"].read_bytes()[:4] == b"\x89PNG"

@@ -23,6 +23,7 @@ from agentworld.jsonl import JsonlAppender, LineError, read_jsonl, repair_tail
 from agentworld.judge.base import Judgement, Scorer
 
 JudgedKey = tuple[str, int, str]
+RAW_CLIP = 2000
 
 
 class JudgedRecord(BaseModel):
@@ -42,6 +43,8 @@ class JudgedRecord(BaseModel):
     """The parsed predicted observation (None for truncated, missing or failed answers)."""
     ground_truth: str = ""
     prediction_status: str = ""
+    raw_text: str | None = None
+    """The start of the raw output when it held no valid observation, for reports."""
     prediction_error: str | None = None
     prediction_prompt_tokens: int = 0
     prediction_completion_tokens: int = 0
@@ -145,6 +148,7 @@ async def run_judging(
             observation=p.observation if p.ok else None,
             ground_truth=sample.ground_truth,
             prediction_status=str(p.status),
+            raw_text=None if p.ok else p.text[:RAW_CLIP],
             prediction_error=p.error,
             prediction_prompt_tokens=p.prompt_tokens or 0,
             prediction_completion_tokens=p.completion_tokens or 0,

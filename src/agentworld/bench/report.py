@@ -75,8 +75,16 @@ def worst_samples(records: list[JudgedRecord], group: GroupScore, k: int) -> lis
     return sorted(mine, key=lambda r: (r.judgement.ok, r.judgement.total or 0.0, r.uid))[:k]
 
 
-def _md_cell(text: str | None, limit: int) -> str:
-    text = "(no valid observation)" if text is None else text[:limit] + ("…" if len(text) > limit else "")
+def shown_prediction(r: JudgedRecord) -> str:
+    """The observation, or for an invalid prediction its status, error and raw output."""
+    if r.observation is not None:
+        return r.observation
+    why = r.prediction_error or r.prediction_status or "invalid"
+    return f"(no valid observation: {why})" + (f"\nraw output:\n{r.raw_text}" if r.raw_text else "")
+
+
+def _md_cell(text: str, limit: int) -> str:
+    text = text[:limit] + ("…" if len(text) > limit else "")
     return "<pre>" + html.escape(text).replace("|", "&#124;").replace("\n", "<br>") + "</pre>"
 
 
@@ -106,7 +114,7 @@ def to_markdown(report: ScoreReport, records: list[JudgedRecord], charts: dict[i
             for r in bad:
                 out += [f"**{r.uid}** (sample {r.sample_index}) — {_verdict(r)}", "", f"Action: `{r.action[:300]}`", ""]
                 out += ["| prediction | real observation |", "|---|---|"]
-                out += [f"| {_md_cell(r.observation, clip)} | {_md_cell(r.ground_truth, clip)} |", ""]
+                out += [f"| {_md_cell(shown_prediction(r), clip)} | {_md_cell(r.ground_truth, clip)} |", ""]
     if report.agreement:
         out += ["", "## Judge agreement (Spearman of sample totals)", "", "| model | judge A | judge B | n | rho | p |", "|---|---|---|---:|---:|---:|"]
         for a in report.agreement:
@@ -140,7 +148,7 @@ def to_html(report: ScoreReport, records: list[JudgedRecord], charts: dict[int, 
         if bad:
             out.append(f"<h3>Worst {len(bad)} samples</h3>")
             for r in bad:
-                obs = "(no valid observation)" if r.observation is None else r.observation[:clip]
+                obs = shown_prediction(r)[:clip]
                 out.append(f"<p><b>{e(r.uid)}</b> (sample {r.sample_index}) — {e(_verdict(r))}<br>Action: <code>{e(r.action[:300])}</code></p>")
                 out.append("<table class='side'><tr><th>prediction</th><th>real observation</th></tr>")
                 out.append(f"<tr><td><pre>{e(obs)}</pre></td><td><pre>{e(r.ground_truth[:clip])}</pre></td></tr></table>")
