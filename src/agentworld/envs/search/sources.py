@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
+import itertools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -161,20 +162,35 @@ def _b64_int(s: str) -> int:
     return n
 
 
+def _heads(entry: str, word: str) -> bool:
+    """True when ``entry`` is headed by ``word`` (its text starts with the word)."""
+    head = re.split(r"[\\\n,]", entry, maxsplit=1)[0].strip().lower()
+    return head == word.lower() or head.replace('"', "").replace("*", "") == word.lower()
+
+
 def gcide_pages() -> Iterator[Page]:
     index, data_path = GCIDE.with_suffix(".index"), GCIDE.with_suffix(".dict.dz")
     if not index.exists() or not data_path.exists():
         return
     data = gzip.decompress(data_path.read_bytes())  # dictzip is gzip-compatible
     day = _mdate(data_path)
-    seen: set[str] = set()
-    for line in index.read_text(encoding="utf-8", errors="replace").splitlines():
-        parts = line.split("\t")
-        if len(parts) != 3 or parts[0].startswith("00-database") or parts[0].lower() in seen:
-            continue
-        seen.add(parts[0].lower())
-        word, off, size = parts[0], _b64_int(parts[1]), _b64_int(parts[2])
-        text = _clean(data[off:off + size].decode("utf-8", "replace"))
+    # The index is sorted by headword; a word may have several entries (one per sense
+    # group or source dictionary), and inflections and run-in phrases ("Spun yarn") point
+    # into the entry of their main word. A page holds the entries a headword heads.
+    seen: set[tuple[int, int]] = set()
+    rows = (line.split("\t") for line in index.read_text(encoding="utf-8", errors="replace").splitlines())
+    rows = (r for r in rows if len(r) == 3 and not r[0].startswith("00-database"))
+    for _, group in itertools.groupby(rows, key=lambda r: r[0].lower()):
+        entries = []
+        word = ""
+        for headword, off64, size64 in group:
+            word = word or headword
+            key = (_b64_int(off64), _b64_int(size64))
+            text = _clean(data[key[0]:key[0] + key[1]].decode("utf-8", "replace"))
+            if key not in seen and _heads(text, headword):
+                seen.add(key)
+                entries.append(text)
+        text = "\n\n".join(e for e in entries if e)
         if len(text) < 20:
             continue
         url = f"https://www.dict.org/bin/Dict?Form=Dict2&Database=gcide&Query={quote(word)}"
