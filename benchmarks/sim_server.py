@@ -1,0 +1,158 @@
+"""How much the simulator adds on top of a world-model call, and how many sessions it holds.
+
+Measured in one run, against the retrieval backend (BM25 over recorded turns, ~1 ms a
+call, so the simulator's own cost is visible rather than drowned in model latency):
+
+1. raw ``Backend.complete`` on the messages a session would send;
+2. ``WorldModel.predict`` (settings merge, parsing, stats);
+3. ``SimEnv.astep`` in process (prompt with ledger, perturbation plan, checks, record);
+4. ``POST /step`` over real HTTP to the uvicorn server (client in the same process);
+5. a WebSocket step;
+then K sessions opened and stepped concurrently over HTTP, counting errors.
+
+    python benchmarks/sim_server.py [--steps 200] [--sessions 64 256 1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from test_sim_fixtures import ServerThread  # noqa: E402  (a real uvicorn server in a thread)
+
+from agentworld.models import DEFAULT_GENERATION, WorldModel, load_backend  # noqa: E402
+from agentworld.sim import PerturbationSpec, Scenario, SimEnv  # noqa: E402
+from agentworld.sim.server import create_app  # noqa: E402
+from agentworld.sim.sessions import Limits, SessionManager  # noqa: E402
+from agentworld.trajectory import Trajectory, Turn, write_trajectories  # noqa: E402
+
+PROMPT = "root@sandbox:/workspace#"
+COMMANDS = ["ls", "pwd", "cat notes.txt", "echo hello > notes.txt", "uname -a", "whoami", "date", "ls -la", "df -h", "env"]
+
+
+def ks(cmd: str) -> str:
+    return json.dumps([{"keystrokes": cmd + "\n", "duration": 1.0}])
+
+
+def corpus(path: Path, n: int = 300) -> Path:
+    trajs = []
+    for i in range(n):
+        turns = [Turn(action=ks(f"{COMMANDS[(i + t) % len(COMMANDS)]} {i}"),
+                      observation=f"{PROMPT} {COMMANDS[(i + t) % len(COMMANDS)]} {i}\noutput line {i}-{t}\n{PROMPT}") for t in range(6)]
+        trajs.append(Trajectory(id=f"b{i}", domain="terminal", turns=turns))
+    write_trajectories(path, trajs)
+    return path
+
+
+def ms(samples: list[float]) -> str:
+    return f"{statistics.mean(samples) * 1000:7.2f} ms (p50 {statistics.median(samples) * 1000:6.2f})"
+
+
+async def timed(fn, n: int) -> list[float]:
+    out = []
+    for i in range(n):
+        t = time.perf_counter()
+        await fn(i)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+async def main(steps: int, session_counts: list[int]) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="aw-sim-bench-"))
+    backend = load_backend("retrieval", source=corpus(tmp / "c.jsonl"), domain="terminal")
+    wm = WorldModel(backend, concurrency=64)
+    scenario = Scenario(domain="terminal", first_observation=PROMPT + " ", max_turns=10**6)
+    spec = PerturbationSpec(rules=[{"kind": "api_error", "probability": 0.05}])
+
+    # The raw calls get exactly the messages a session sends (history up to 20 turns).
+    probe = SimEnv(WorldModel(backend), scenario)
+    msgs = []
+    for i in range(steps):
+        if i % 20 == 0:
+            await probe.areset(seed=i)
+        msgs.append(probe.messages_for(ks(COMMANDS[i % len(COMMANDS)])))
+        await probe.astep(ks(COMMANDS[i % len(COMMANDS)]))
+    env = SimEnv(wm, scenario, perturbations=spec)
+    raw = await timed(lambda i: backend.complete(msgs[i], DEFAULT_GENERATION), steps)
+    runner = await timed(lambda i: wm.predict(msgs[i]), steps)
+    # A fresh session per block of 20 steps keeps histories (and prompts) the same size.
+    async def sim_step(i: int) -> None:
+        if i % 20 == 0:
+            await env.areset(seed=i)
+        await env.astep(ks(COMMANDS[i % len(COMMANDS)]))
+    in_process = await timed(sim_step, steps)
+
+    manager = SessionManager(wm, scenario, perturbations=spec, limits=Limits(max_sessions=max(session_counts), max_inflight=64, max_waiting=4096))
+    with ServerThread(create_app(manager)) as srv:
+        limits = httpx.Limits(max_connections=max(session_counts), max_keepalive_connections=max(session_counts))
+        async with httpx.AsyncClient(base_url=srv.url, timeout=120, limits=limits) as client:
+            sid = None
+
+            async def http_step(i: int) -> None:
+                nonlocal sid
+                if i % 20 == 0:
+                    sid = (await client.post("/reset", json={"session_id": sid, "seed": i})).json()["session_id"]
+                r = await client.post("/step", json={"session_id": sid, "action": ks(COMMANDS[i % len(COMMANDS)])})
+                r.raise_for_status()
+            http = await timed(http_step, steps)
+            await client.post("/close", json={"session_id": sid})
+
+            from websockets.asyncio.client import connect
+
+            async with connect(srv.url.replace("http", "ws") + "/ws") as ws:
+                async def ws_step(i: int) -> None:
+                    if i % 20 == 0:
+                        await ws.send(json.dumps({"type": "reset", "data": {"seed": i}}))
+                        await ws.recv()
+                    await ws.send(json.dumps({"type": "step", "data": {"action": ks(COMMANDS[i % len(COMMANDS)])}}))
+                    assert json.loads(await ws.recv())["type"] == "observation"
+                wsock = await timed(ws_step, steps)
+
+            print(f"per step, mean of {steps} (retrieval backend, terminal domain)")
+            print(f"  raw backend.complete     {ms(raw)}")
+            print(f"  WorldModel.predict       {ms(runner)}   x{statistics.mean(runner) / statistics.mean(raw):.2f} of raw")
+            print(f"  SimEnv.astep             {ms(in_process)}   x{statistics.mean(in_process) / statistics.mean(raw):.2f} of raw")
+            print(f"  HTTP POST /step          {ms(http)}   x{statistics.mean(http) / statistics.mean(raw):.2f} of raw")
+            print(f"  WebSocket step           {ms(wsock)}   x{statistics.mean(wsock) / statistics.mean(raw):.2f} of raw")
+            print(f"  server overhead per step: HTTP {(statistics.mean(http) - statistics.mean(raw)) * 1000:.2f} ms, "
+                  f"WebSocket {(statistics.mean(wsock) - statistics.mean(raw)) * 1000:.2f} ms over the raw call")
+
+            print("\nconcurrent sessions over HTTP (3 steps each, all at once)")
+            for k in session_counts:
+                t0 = time.perf_counter()
+                resets = await asyncio.gather(*(client.post("/reset", json={"seed": i}) for i in range(k)), return_exceptions=True)
+                sids = [r.json()["session_id"] for r in resets if isinstance(r, httpx.Response) and r.status_code == 200]
+
+                async def episode(sid: str) -> int:
+                    bad = 0
+                    for c in ("ls", "cat notes.txt", "pwd"):
+                        try:
+                            r = await client.post("/step", json={"session_id": sid, "action": ks(c)})
+                            bad += r.status_code != 200
+                        except httpx.HTTPError:
+                            bad += 1
+                    return bad
+
+                errors = sum(await asyncio.gather(*(episode(s) for s in sids))) + (k - len(sids))
+                held = (await client.get("/health")).json()["sessions"]
+                dt = time.perf_counter() - t0
+                print(f"  {k:5d} sessions: {held} held at once, {errors} errors, {3 * len(sids) / dt:7.1f} steps/s")
+                await asyncio.gather(*(client.post("/close", json={"session_id": s}) for s in sids))
+    await wm.aclose()
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--sessions", type=int, nargs="+", default=[64, 256, 1024])
+    args = ap.parse_args()
+    asyncio.run(main(args.steps, args.sessions))
