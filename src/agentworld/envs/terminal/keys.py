@@ -71,13 +71,13 @@ def parse_action(action: str | list | dict) -> list[Batch]:
         raise ActionError("action must be a non-empty JSON list of {keystrokes, duration} objects")
     batches = []
     for i, item in enumerate(data):
-        if not isinstance(item, dict) or not isinstance(item.get("keystrokes", ""), str):
+        if not isinstance(item, dict) or not isinstance(item.get("keystrokes"), str):
             raise ActionError(f"batch {i}: expected {{\"keystrokes\": str, \"duration\": number}}")
         try:
             duration = float(item.get("duration", DEFAULT_DURATION))
         except (TypeError, ValueError) as exc:
             raise ActionError(f"batch {i}: duration must be a number") from exc
-        batches.append(Batch(item.get("keystrokes", ""), min(max(duration, 0.0), MAX_DURATION)))
+        batches.append(Batch(item["keystrokes"], min(max(duration, 0.0), MAX_DURATION)))
     return batches
 
 def action_json(*batches: tuple[str, float]) -> str:
