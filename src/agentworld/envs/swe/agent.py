@@ -2,14 +2,18 @@
 
 The agent gets the task and the environment's tool schemas as ``tools``; every tool call
 it makes becomes one recorded action (the JSON text the world model sees) and the tool's
-printed output goes back to it as the ``tool`` message. The episode ends when the agent
-answers without a tool call, or at ``max_steps``.
+printed output goes back to it as the ``tool`` message. Servers that do not parse tool
+calls return them as text; a ``<tool_call>{...}</tool_call>`` block or a bare
+``{"name": ..., "arguments": ...}`` object in the answer is taken as the call, and its
+output goes back as a user message. The episode ends when the agent answers without a
+tool call, or at ``max_steps``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -63,7 +67,14 @@ class LLMAgent:
                 calls = list(msg.tool_calls or [])
                 messages.append(_assistant_message(msg.content, calls))
                 if not calls:
-                    break
+                    text_call = text_tool_call(msg.content or "")
+                    if text_call is None:
+                        break
+                    res = await asyncio.to_thread(env.step, text_call)
+                    turns.append(Turn(action=text_call, observation=res.observation, started_at=time.time(),
+                                      metadata={"tool_call": "text"}))
+                    messages.append({"role": "user", "content": f"Tool output:\n{res.observation}"})
+                    continue
                 for call in calls:
                     action = _action_text(call.function.name, call.function.arguments)
                     t0 = time.time()
@@ -80,6 +91,27 @@ class LLMAgent:
             provenance=Provenance(source="real", environment="swe-v1", agent=self.model, seed=seed),
             **ctx,
         )
+
+
+_TEXT_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
+
+
+def text_tool_call(content: str) -> str | None:
+    """A tool call written as text (``<tool_call>`` block or a bare JSON call), as action text."""
+    found = _TEXT_CALL.search(content)
+    candidates = [found.group(1)] if found else []
+    start = content.find("{")
+    if start >= 0:
+        candidates.append(content[start:content.rfind("}") + 1])
+    for text in candidates:
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("name"), str) and isinstance(obj.get("arguments", {}), dict | str):
+            args = obj.get("arguments", {})
+            return _action_text(obj["name"], args if isinstance(args, str) else json.dumps(args))
+    return None
 
 
 def _action_text(name: str, arguments: str | None) -> str:
