@@ -93,3 +93,16 @@ def test_gui_domains_have_no_rules():
     state, rules = LedgerState(), rules_for("web")
     rules.update(state, "click(12)", "[12] button 'OK'")
     assert state.is_empty() and rules.check(state, "click(12)", "anything") == []
+
+
+def test_swe_shell_and_editor_tools():
+    state, rules = LedgerState(), rules_for("swe")
+    bash = lambda cmd: call("bash", command=cmd)  # noqa: E731
+    rules.update(state, bash("cd /repo && echo 'x = 1' > cfg.py"), "[Current working directory: /repo]\n[Command finished with exit code 0]")
+    rules.update(state, call("str_replace_editor", command="create", path="/repo/a.py", file_text="def f():\n    return 1\n"), "File created successfully at: /repo/a.py")
+    rules.update(state, call("str_replace_editor", command="str_replace", path="/repo/a.py", old_str="return 1", new_str="return 2"), "The file /repo/a.py has been edited.")
+    assert state.files == {"/repo/cfg.py": "x = 1\n", "/repo/a.py": "def f():\n    return 2\n"}
+    view = call("str_replace_editor", command="view", path="/repo/a.py")
+    assert rules.check(state, view, "     1\tdef f():\n     2\t    return 2\n") == []
+    assert [c.kind for c in rules.check(state, view, "     1\tdef f():\n     2\t    return 1\n")] == ["file_content"]
+    assert [c.kind for c in rules.check(state, bash("cat cfg.py"), "x = 2\n[Command finished with exit code 0]")] == ["file_content"]

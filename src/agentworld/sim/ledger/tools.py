@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from agentworld.sim.ledger.base import Conflict, DomainRules, LedgerState, parse_tool_call
+from agentworld.sim.ledger.terminal import TerminalRules
 
 _WRITE = re.compile(r"write|create_file|save|put_file|overwrite", re.I)
 _READ = re.compile(r"read|view|get_file|cat|open", re.I)
@@ -23,6 +24,13 @@ _NOT_FOUND = re.compile(r"not found|no such|does not exist|ENOENT|404|unknown id
 _PATH_KEYS = ("path", "file_path", "filepath", "filename", "file")
 _CONTENT_KEYS = ("content", "contents", "text", "file_text", "data", "body")
 _ID_KEYS = ("id", "uid", "uuid", "key", "number", "issue_number", "record_id")
+_SHELL = re.compile(r"^(bash|shell|sh|terminal|run_command|execute_command|exec)$", re.I)
+
+
+def _shell_command(name: str, args: dict[str, Any]) -> str | None:
+    """The command line of a shell tool call (``bash {"command": ...}``), else None."""
+    cmd = args.get("command") or args.get("cmd")
+    return cmd + "\n" if _SHELL.match(name) and isinstance(cmd, str) else None
 
 
 def _first(args: dict[str, Any], keys: tuple[str, ...]) -> Any:
@@ -58,6 +66,12 @@ def _ids_in(payload: Any) -> list[str]:
 
 
 class ToolRules(DomainRules):
+    """Tool calls; shell tools are read with the terminal rules, file editors
+    (``str_replace_editor``-style ``command`` = create/view/str_replace) as file access."""
+
+    def __init__(self) -> None:
+        self._shell = TerminalRules()
+
     def update(self, state: LedgerState, action: str, observation: str) -> None:
         call = parse_tool_call(action)
         if call is None:
@@ -65,6 +79,19 @@ class ToolRules(DomainRules):
         name, args = call
         payload, is_error = result_payload(observation)
         if is_error:
+            return
+        if (cmd := _shell_command(name, args)) is not None:
+            self._shell.update(state, cmd, observation)
+            return
+        sub, path = args.get("command"), _first(args, _PATH_KEYS)
+        if isinstance(path, str) and sub == "create" and isinstance(args.get("file_text"), str):
+            state.write(path, args["file_text"])
+            return
+        if isinstance(path, str) and sub == "str_replace" and state.abspath(path) in state.files:
+            p = state.abspath(path)
+            old, new = str(args.get("old_str", "")), str(args.get("new_str", ""))
+            if old and state.files[p].count(old) == 1:
+                state.files[p] = state.files[p].replace(old, new)
             return
         path, content = _first(args, _PATH_KEYS), _first(args, _CONTENT_KEYS)
         if isinstance(path, str) and isinstance(content, str) and _WRITE.search(name):
@@ -88,10 +115,13 @@ class ToolRules(DomainRules):
             return []
         name, args = call
         payload, is_error = result_payload(observation)
+        if (cmd := _shell_command(name, args)) is not None:
+            return self._shell.check(state, cmd, observation)
         text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
         path = _first(args, _PATH_KEYS)
         found: list[Conflict] = []
-        if isinstance(path, str) and _READ.search(name) and not _WRITE.search(name):
+        reads = (_READ.search(name) and not _WRITE.search(name)) or args.get("command") == "view"
+        if isinstance(path, str) and reads:
             p = state.abspath(path)
             if p in state.files:
                 if is_error or _NOT_FOUND.search(text):
