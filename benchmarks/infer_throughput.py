@@ -63,7 +63,7 @@ def server(args: list[str]):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 900
         while True:
             if proc.poll() is not None:
                 raise SystemExit(f"server exited: {proc.stderr.read()}")
@@ -71,7 +71,7 @@ def server(args: list[str]):
                 if httpx.get(f"{url}/models", timeout=1).status_code == 200:
                     break
             if time.monotonic() > deadline:
-                raise SystemExit("server did not start in 300 s")
+                raise SystemExit("server did not start in 900 s")
             time.sleep(0.3)
         yield url
     finally:

@@ -50,7 +50,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(source: Path, *extra: str, timeout: float = 90.0):
+def serve(source: Path, *extra: str, timeout: float = 300.0):
     """``agentworld serve`` with the retrieval backend over ``source``; yields its base URL."""
     port = free_port()
     cmd = [sys.executable, "-m", "agentworld", "serve", "--backend", "retrieval", "--source", str(source), "--port", str(port), *extra]

@@ -75,10 +75,19 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def inputs(data_dir: Path) -> list[str]:
+def inputs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The examples and hand-built trajectories, plus a frozen sample of the recorded ones
+    (a few per domain: enough to exercise every recorded domain, small enough to be fast)."""
     paths = [str(data_dir)]
-    if RECORDED.is_dir() and any(RECORDED.glob("*.jsonl")):
-        paths.append(str(RECORDED))
+    recorded = sorted(RECORDED.glob("*.jsonl")) if RECORDED.is_dir() else []
+    sample: list[Trajectory] = []
+    for f in recorded:
+        if not f.name.endswith(".failures.jsonl"):
+            sample += read_trajectories(f).items[:3]
+    if sample:
+        d = tmp_path_factory.mktemp("recorded")
+        write_trajectories(d / "recorded.jsonl", sample)
+        paths.append(str(d))
     return paths
 
 

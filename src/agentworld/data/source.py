@@ -18,16 +18,20 @@ from agentworld.jsonl import LineError, write_jsonl
 from agentworld.trajectory import Trajectory, read_trajectories
 
 
+_NOT_TRAJECTORIES = ("_test.jsonl", ".failures.jsonl")
+
+
 class LeakageError(RuntimeError):
     """The held-out split shares trajectories or near-duplicates with the training split."""
 
 
 def input_files(paths: list[str]) -> list[Path]:
-    """Expand files and directories (``*.jsonl`` inside, benchmark ``*_test.jsonl`` files excluded)."""
+    """Expand files and directories: ``*.jsonl`` inside, except benchmark files
+    (``*_test.jsonl``) and the failure records collection runs keep (``*.failures.jsonl``)."""
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files += sorted(x for x in p.rglob("*.jsonl") if not x.name.endswith("_test.jsonl"))
+            files += sorted(x for x in p.rglob("*.jsonl") if not x.name.endswith(_NOT_TRAJECTORIES))
         elif p.exists():
             files.append(p)
         else:
