@@ -176,3 +176,67 @@ def test_collect_cli_writes_bench_and_resumes(corpus: Path, tmp_path: Path) -> N
     assert "0 recorded, 5 already there" in " ".join(again.output.split())
     missing = runner.invoke(app, ["collect", "search", "--corpus", str(tmp_path / "none"), "--no-build"])
     assert missing.exit_code == 2 and "no search corpus" in missing.output
+
+
+# -- the LLM-agent driver ------------------------------------------------------------------
+def test_agent_reads_native_and_text_tool_calls() -> None:
+    from openai.types.chat import ChatCompletionMessage
+
+    from agentworld.envs.mcp.agent import _calls, openai_tools
+    from agentworld.envs.search.tools import TOOLS
+
+    native = ChatCompletionMessage.model_validate({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "web_search", "arguments": '{"query": "x"}'}}]})
+    assert _calls(native) == [("c1", "web_search", {"query": "x"})]
+    text = ChatCompletionMessage(role="assistant", content='ok <tool_call>{"name": "dict_memory", "arguments": {"op": "list"}}</tool_call>')
+    assert [c[1:] for c in _calls(text)] == [("dict_memory", {"op": "list"})]
+    assert _calls(ChatCompletionMessage(role="assistant", content="All done.")) == []
+    fn = openai_tools(TOOLS)[1]
+    assert fn["type"] == "function" and fn["function"]["parameters"]["required"] == ["url"]
+
+
+def test_agent_driver_plays_an_episode_through_a_real_server(engine: SearchEngine, tmp_path: Path) -> None:
+    """The served model is the retrieval backend over (conversation turn -> next tool call)
+    pairs from a scripted episode: a nearest-neighbour policy behind ``agentworld serve``'s
+    app, whose answers the driver must parse and act on."""
+    import asyncio
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from agentworld.envs.mcp.agent import AgentConfig, run_agent, tool_response
+    from agentworld.models import load_backend
+    from agentworld.models.serve import create_app
+    from agentworld.trajectory import Trajectory, Turn, write_trajectories
+
+    task = make_task(engine, 4, "compare")
+    demo = run_scripted(SearchEnv(engine=engine), task, trajectory_id="demo", seed=4)
+    prompts = [task.description] + [tool_response(t.observation) for t in demo.turns]
+    replies = [f"<tool_call>{t.action}</tool_call>" for t in demo.turns] + ["Both pages are noted."]
+    store = tmp_path / "policy.jsonl"
+    write_trajectories(store, [Trajectory(id="policy", domain="search",
+                                          turns=[Turn(action=a, observation=o) for a, o in zip(prompts, replies)])])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = create_app(load_backend("retrieval", source=store, domain="search"), model_name="nn-policy")
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
+            time.sleep(0.02)
+        config = AgentConfig(model="nn-policy", base_url=f"http://127.0.0.1:{port}/v1", native_tools=False,
+                             max_turns=len(demo.turns) + 2)
+        traj = asyncio.run(run_agent(SearchEnv(engine=engine), task, config, trajectory_id="agent", seed=4))
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert traj.provenance.agent == "nn-policy" and traj.tools and traj.task_description == task.description
+    assert [t.action for t in traj.turns] == [t.action for t in demo.turns]
+    assert [t.observation for t in traj.turns] == [t.observation for t in demo.turns]
+    assert "Both pages are noted." in traj.final_answer  # the policy server wraps replies in its output tags

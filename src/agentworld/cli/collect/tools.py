@@ -24,6 +24,8 @@ Templates = Annotated[list[str] | None, typer.Option("--template", "-t", help="O
 AgentModel = Annotated[str | None, typer.Option(help="Drive episodes with this model instead of the scripted policy.")]
 AgentUrl = Annotated[str | None, typer.Option(help="OpenAI-compatible base URL for --agent-model.")]
 AgentKey = Annotated[str, typer.Option(envvar="OPENAI_API_KEY", help="API key for --agent-model.")]
+AgentNative = Annotated[bool, typer.Option("--agent-native-tools/--agent-text-tools",
+                                           help="OpenAI tool calling, or <tool_call> text for servers without it.")]
 
 
 def _jobs(domain: str, episodes: int, test_episodes: int, seed: int, templates: list[str] | None) -> list[Any]:
@@ -54,12 +56,12 @@ def _run(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], out_path: 
         raise typer.Exit(code=1)
 
 
-def _agent(model: str | None, url: str | None, key: str) -> Any:
+def _agent(model: str | None, url: str | None, key: str, native: bool) -> Any:
     if model is None:
         return None
     from agentworld.envs.mcp.agent import AgentConfig
 
-    return AgentConfig(model=model, base_url=url, api_key=key)
+    return AgentConfig(model=model, base_url=url, api_key=key, native_tools=native)
 
 
 @app.command("mcp")
@@ -74,6 +76,7 @@ def collect_mcp(
     agent_model: AgentModel = None,
     agent_base_url: AgentUrl = None,
     agent_api_key: AgentKey = "EMPTY",
+    agent_native_tools: AgentNative = True,
 ) -> None:
     """Record episodes against real MCP servers (time, git, fetch, filesystem, memory, everything, sequential-thinking)."""
     from agentworld.envs.mcp import TEMPLATES, McpEnv, make_task, missing_servers, run_scripted
@@ -84,7 +87,7 @@ def collect_mcp(
     needed = sorted({s for name in (template or TEMPLATES) for s in make_task(0, name).options["servers"]})
     if problems := missing_servers(needed):
         raise fail("some MCP servers cannot start:\n  " + "\n  ".join(problems), "run scripts/setup.sh")
-    config = _agent(agent_model, agent_base_url, agent_api_key)
+    config = _agent(agent_model, agent_base_url, agent_api_key, agent_native_tools)
 
     def run_one(job: Any) -> Any:
         task = make_task(job.seed, job.task)
@@ -121,6 +124,7 @@ def collect_search(
     agent_model: AgentModel = None,
     agent_base_url: AgentUrl = None,
     agent_api_key: AgentKey = "EMPTY",
+    agent_native_tools: AgentNative = True,
 ) -> None:
     """Record episodes with the offline search engine (web_search, web_extractor, dict_memory)."""
     from agentworld.envs.search import TEMPLATES, CorpusConfig, SearchEngine, SearchEnv, make_task
@@ -146,7 +150,7 @@ def collect_search(
                                     on_page=lambda s, n: n % 500 == 0 and status.update(f"indexing {s}: {n} pages"))
         out.print(f"corpus: {manifest['pages']} pages, {manifest['passages']} passages in {manifest['build_s']} s")
     engine = SearchEngine(corpus)
-    config = _agent(agent_model, agent_base_url, agent_api_key)
+    config = _agent(agent_model, agent_base_url, agent_api_key, agent_native_tools)
 
     def run_one(job: Any) -> Any:
         task = make_task(engine, job.seed, job.task)

@@ -4,7 +4,10 @@ The env's tool schemas (MCP ``tools/list`` entries, or the search tools) become
 OpenAI function tools; each tool call the model makes is sent to the env as one action
 and its observation goes back as the tool message. Servers without native tool calling
 often answer with ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` text, so
-that form is read too. Used by ``agentworld collect mcp|search --agent-model``.
+that form is read too; with ``native_tools=False`` the driver speaks only that text
+protocol (schemas in the system prompt, results back as ``<tool_response>`` user
+messages) for servers that reject ``tools`` and ``tool`` messages. Used by
+``agentworld collect mcp|search --agent-model``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class AgentConfig:
     temperature: float = 0.0
     max_tokens: int = 1024
     timeout_s: float = 120.0
+    native_tools: bool = True
+    """False: tool schemas in the prompt, calls and results as tagged text."""
 
 
 def openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -41,11 +46,21 @@ def openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         "parameters": t.get("inputSchema") or {"type": "object", "properties": {}}}} for t in tools]
 
 
-def _system(ctx: dict[str, Any]) -> str:
+def _system(ctx: dict[str, Any], native: bool) -> str:
     state = ctx.get("initial_state") or ""
-    return ("You are an agent that completes tasks by calling the tools you are given. Call one tool at a "
+    text = ("You are an agent that completes tasks by calling the tools you are given. Call one tool at a "
             "time, read its result, and stop calling tools when the task is done; then reply with a short "
             f"summary.\n\n{state}").strip()
+    if not native:
+        text += ("\n\nTools (JSON schemas):\n" + json.dumps(ctx.get("tools") or [], ensure_ascii=False) +
+                 '\n\nTo call a tool, reply with <tool_call>{"name": ..., "arguments": {...}}</tool_call>. '
+                 "Each result comes back inside <tool_response>...</tool_response>.")
+    return text
+
+
+def tool_response(observation: str) -> str:
+    """How a tool result is handed back in the text protocol."""
+    return f"<tool_response>\n{observation}\n</tool_response>"
 
 
 def _calls(message: Any) -> list[tuple[str, str, Any]]:
@@ -78,28 +93,33 @@ async def run_agent(env: Env, task: ToolTask, config: AgentConfig, *, trajectory
     client = client or AsyncOpenAI(base_url=config.base_url, api_key=config.api_key, timeout=config.timeout_s)
     await asyncio.to_thread(env.reset, seed=seed, options=task.reset_options())
     ctx = env.context()
-    tools = openai_tools(ctx.get("tools") or [])
-    messages: list[dict[str, Any]] = [{"role": "system", "content": _system(ctx)},
+    native = config.native_tools
+    extra: dict[str, Any] = {"tools": openai_tools(ctx.get("tools") or [])} if native else {}
+    messages: list[dict[str, Any]] = [{"role": "system", "content": _system(ctx, native)},
                                       {"role": "user", "content": task.description}]
     turns: list[Turn] = []
     final = ""
     try:
         while len(turns) < config.max_turns:
             resp = await client.chat.completions.create(
-                model=config.model, messages=messages, tools=tools, temperature=config.temperature,
-                max_tokens=config.max_tokens)
+                model=config.model, messages=messages, temperature=config.temperature,
+                max_tokens=config.max_tokens, **extra)
             msg = resp.choices[0].message
             calls = _calls(msg)
             if not calls:
                 final = msg.content or ""
                 break
-            messages.append({"role": "assistant", "content": msg.content or "", "tool_calls": [
-                {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-                for cid, name, args in calls]})
+            if native:
+                messages.append({"role": "assistant", "content": msg.content or "", "tool_calls": [
+                    {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                    for cid, name, args in calls]})
+            else:
+                messages.append({"role": "assistant", "content": msg.content or ""})
             for cid, name, args in calls:
                 turn, done = await asyncio.to_thread(record_turn, env, action_text({"name": name, "arguments": args}))
                 turns.append(turn)
-                messages.append({"role": "tool", "tool_call_id": cid, "content": turn.observation})
+                messages.append({"role": "tool", "tool_call_id": cid, "content": turn.observation} if native else
+                                {"role": "user", "content": tool_response(turn.observation)})
                 if done or len(turns) >= config.max_turns:
                     break
     finally:
