@@ -70,7 +70,7 @@ class TemplateRegistry:
         return len(self._items)
 
 
-def cmd(line: str, duration: float = 5.0) -> str:
+def cmd(line: str, duration: float = 10.0) -> str:
     """An action that types ``line`` and presses Enter (the step ends early when the prompt is back)."""
     return action_json((line + "\n", duration))
 
