@@ -110,6 +110,22 @@ def test_retry_cycle_keeps_the_chain_and_drops_the_garbage_loss() -> None:
     assert not kept[0].turns[0].metadata.get(SKIP_LOSS)
 
 
+def test_retry_of_a_tool_call_needs_the_same_tool() -> None:
+    rejected = '{"content": [{"type": "text", "text": "1 validation error for addArguments"}], "isError": true}'
+    bad = call("git_add", repo_path="/workspace/repo", files=[])
+    other = call("git_log", repo_path="/workspace/repo", max_count=1)
+    fixed = call("git_add", repo_path="/workspace/repo", files=["a.txt"])
+    kept, _ = run([traj("a", "mcp", [(bad, rejected), (other, "log")], tools=[{"name": "git_add"}, {"name": "git_log"}])])
+    assert not kept[0].turns[0].metadata.get(SKIP_LOSS)
+    kept, _ = run([traj("b", "mcp", [(bad, rejected), (fixed, "ok")], tools=[{"name": "git_add"}])])
+    assert kept[0].turns[0].metadata.get(SKIP_LOSS) == "retry_cycle"
+    # a long page that merely mentions "usage:" is content, not a rejection
+    page = "NAME\n  tool - does things\nSYNOPSIS\n  usage: tool [-h]\n" + "text " * 400
+    extract = call("web_extractor", url="https://a.example/man")
+    kept, _ = run([traj("c", "search", [(extract, page), (call("web_extractor", url="https://b.example/x"), "ok")])])
+    assert not kept[0].turns[0].metadata.get(SKIP_LOSS)
+
+
 def test_examples_pass_the_filters() -> None:
     trajs = read_trajectories(EXAMPLES).items
     kept, rep = run(trajs)

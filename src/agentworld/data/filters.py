@@ -98,8 +98,15 @@ def is_error(observation: str) -> bool:
     return any(p.search(observation) for p in ERROR_PATTERNS)
 
 
+REJECTION_MAX_CHARS = 1500
+"""A "not understood" answer is a short error; longer observations (pages, manuals that
+mention "usage:" or "syntax error") are content, never a rejection."""
+
+
 def is_rejected(observation: str) -> bool:
     """Whether an observation says the action was malformed (the garbage of a retry cycle)."""
+    if len(observation) > REJECTION_MAX_CHARS:
+        return False
     return any(p.search(observation) for p in REJECTED_PATTERNS)
 
 
@@ -150,9 +157,13 @@ def called_tools(action: str) -> list[str | None]:
 
 
 def is_retry(garbage: str, retry: str, *, similarity: float = 0.6) -> bool:
-    """Whether ``retry`` redoes ``garbage`` (nearly the same text, not identical)."""
+    """Whether ``retry`` redoes ``garbage``: nearly the same text and, for tool calls,
+    the same tools (calls share so much JSON that text alone would pair any two)."""
     if garbage == retry:
         return True
+    tools_a, tools_b = called_tools(garbage), called_tools(retry)
+    if None not in tools_a and None not in tools_b and tools_a != tools_b:
+        return False
     return difflib.SequenceMatcher(None, garbage, retry, autojunk=False).ratio() >= similarity
 
 
