@@ -128,6 +128,7 @@ def test_scenario_from_trajectory_keeps_the_context():
     traj = mcp_trajectories()[0]
     sc = Scenario.from_trajectory(traj, hidden_summary="the db has 8 items")
     assert sc.tools == READ_TOOLS and sc.task == "Read files" and sc.domain == "mcp"
+    assert Scenario.from_trajectory(terminal_trajectories()[0]).first_observation == PROMPT
     prompt = sc.system_prompt(state="file /x contains: 1", instructions=["fail once"])
     assert "the db has 8 items" in prompt and "file /x contains" in prompt and "- fail once" in prompt
 

@@ -18,6 +18,9 @@ from agentworld.prompts import build_system_prompt
 from agentworld.trajectory import Trajectory
 
 
+_LEADING_PROMPT = re.compile(r"^[\w.-]+@[\w.-]+:\S+[#$] ")
+
+
 class Scenario(BaseModel):
     """One simulated environment: everything the world model needs besides the actions."""
 
@@ -74,6 +77,11 @@ class Scenario(BaseModel):
             "simulation_instruction": traj.simulation_instruction,
             "max_turns": max(30, len(traj.turns)),
         }
+        if traj.domain == "terminal" and traj.turns:
+            # The screen before the first command: the prompt that command was typed at.
+            m = _LEADING_PROMPT.match(traj.turns[0].observation)
+            if m:
+                fields["first_observation"] = m.group(0)
         fields.update(overrides)
         return cls(**fields)
 
