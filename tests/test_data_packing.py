@@ -41,6 +41,12 @@ def test_pack_fills_rows_without_splitting_samples() -> None:
         pack([PackItem("big", [1] * 200, [1] * 200)], 128)
     cut, was_cut = truncate(PackItem("big", [1] * 200, [0] * 200), 128)
     assert was_cut and len(cut) == 128
+    # an answer running past the cut leaves the loss; finished answers stay
+    mask = [0] * 10 + [1] * 10 + [0] * 10 + [1] * 20
+    cut, _ = truncate(PackItem("m", list(range(50)), mask), 40)
+    assert cut.loss_mask == [0] * 10 + [1] * 10 + [0] * 20
+    cut, _ = truncate(PackItem("m", list(range(50)), mask), 20)
+    assert cut.loss_mask == [0] * 10 + [1] * 10
 
 
 def test_shipped_configs_load_and_every_field_has_help() -> None:

@@ -45,7 +45,7 @@ class CPTConfig(CommonConfig):
     """Continued pre-training set: non-thinking trajectories with turn-level loss masking."""
 
     tokenizer: str = opt("smol", "Target model's tokenizer: checkpoint folder, .gguf file, or 'smol'.")
-    max_length: int = opt(4096, "Tokens per packed row; longer samples are truncated (and counted).")
+    max_length: int = opt(8192, "Tokens per packed row (SmolLM2's context); longer samples are cut (and counted).")
     packing: bool = opt(True, "Pack samples into rows of max_length; position_ids restart per sample.")
     loss_masking: bool = opt(True, "Apply turn-level loss masking (off: every observation is in the loss).")
     knowledge: list[str] = opt([], "Domain-knowledge JSONL files (text, optional title/domain) as single-turn samples.")

@@ -52,9 +52,17 @@ class PackedRow:
 
 
 def truncate(item: PackItem, max_length: int) -> tuple[PackItem, bool]:
+    """Cut a sample to ``max_length`` tokens; an answer cut in the middle leaves the loss
+    (a model must not learn to stop mid-observation). Returns the item and whether it was cut."""
     if len(item) <= max_length:
         return item, False
-    return PackItem(item.sample_id, item.input_ids[:max_length], item.loss_mask[:max_length]), True
+    mask = item.loss_mask[:max_length]
+    if item.loss_mask[max_length]:
+        i = max_length
+        while i > 0 and mask[i - 1]:
+            i -= 1
+        mask = mask[:i] + [0] * (max_length - i)
+    return PackItem(item.sample_id, item.input_ids[:max_length], mask), True
 
 
 def pack(items: Sequence[PackItem], max_length: int) -> list[PackedRow]:
