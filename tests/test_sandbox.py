@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from agentworld.envs.sandbox import Limits, Sandbox, SandboxUnavailable, ensure_rootfs
+from agentworld.envs.sandbox import Limits, Sandbox, SandboxUnavailable, ensure_rootfs, sweep_stale
 from agentworld.envs.sandbox.rootfs import RootfsSpec
 
 pytestmark = pytest.mark.sandbox
@@ -101,3 +102,20 @@ def test_missing_rootfs_names_the_fix(tmp_path: Path, monkeypatch: pytest.Monkey
     with pytest.raises(SandboxUnavailable) as exc:
         Sandbox(rootfs=RootfsSpec())
     assert "not built" in exc.value.message and "setup.sh" in exc.value.fix
+
+
+def test_sweep_removes_sandboxes_of_dead_owners(rootfs: Path, tmp_path: Path) -> None:
+    live = Sandbox(rootfs=rootfs, base_dir=tmp_path)
+    orphan = Sandbox(rootfs=rootfs, base_dir=tmp_path)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (orphan.dir / "owner").write_text(f"{dead.pid}\n")  # as if its process had been killed
+    try:
+        assert sweep_stale(tmp_path) == 1
+        assert not orphan.dir.exists() and not os.path.ismount(orphan.root)
+        assert live.run("echo ok").stdout == "ok\n"
+    finally:
+        orphan.closed = True
+        if orphan.cgroup:
+            orphan.cgroup.remove()
+        live.close()

@@ -40,6 +40,7 @@ CAPABILITIES = (
     "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_MKNOD",
     "CAP_AUDIT_WRITE", "CAP_SETFCAP",
 )
+PREFIX = "aw-sandbox-"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -103,7 +104,8 @@ class Sandbox:
         self._lock = threading.Lock()
         self._procs: list[subprocess.Popen[bytes]] = []
         self.closed = False
-        self.dir = Path(tempfile.mkdtemp(prefix="aw-sandbox-", dir=base_dir))
+        self.dir = Path(tempfile.mkdtemp(prefix=PREFIX, dir=base_dir))
+        (self.dir / "owner").write_text(f"{os.getpid()}\n")  # lets sweep_stale() spot orphans
         self.layer = self.dir / "layer"
         self.root = self.dir / "root"
         self.cgroup: Cgroup | None = None
@@ -319,6 +321,30 @@ class Sandbox:
             if (d / "cgroup.freeze").exists():
                 (d / "cgroup.freeze").write_text("1" if on else "0")
                 return
+
+
+def sweep_stale(base_dir: str | Path | None = None) -> int:
+    """Unmount and remove sandboxes whose owning process died without closing them
+    (a run killed with SIGKILL leaves its tmpfs, holding RAM, behind). Returns the count."""
+    base = Path(base_dir or tempfile.gettempdir())
+    swept = 0
+    for d in base.glob(f"{PREFIX}*"):
+        try:
+            owner = int((d / "owner").read_text())
+            os.kill(owner, 0)
+            continue  # still owned by a live process
+        except ProcessLookupError:
+            pass
+        except (OSError, ValueError):
+            continue  # not ours to judge (no owner file yet, or unreadable)
+        if (d / "tmux.sock").exists():
+            subprocess.run(["tmux", "-S", str(d / "tmux.sock"), "kill-server"], capture_output=True)
+        for mnt in (d / "root", d / "layer"):
+            if os.path.ismount(mnt):
+                subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        shutil.rmtree(d, ignore_errors=True)
+        swept += 1
+    return swept
 
 
 def _check_call(cmd: list[str]) -> None:

@@ -13,7 +13,6 @@ import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 from agentworld.envs.sandbox import Sandbox, SandboxUnavailable
 
