@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from test_sim_fixtures import READ_TOOLS, ServerThread, mcp_source, mcp_wm  # no
 
 from agentworld.sim import PerturbationSpec, Scenario, SimEnv
 from agentworld.sim.mcp_facade import SimulatedToolServer, mcp_tool, tool_result
+from agentworld.trajectory import read_trajectories
 
 
 def _facade(wm, **kw) -> SimulatedToolServer:
@@ -58,12 +60,19 @@ async def test_stdio_server_from_the_command_line(tmp_path: Path, mcp_source: Pa
     tools.write_text(json.dumps({"tools": READ_TOOLS}))
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "agentworld", "sim", "mcp", "-b", "retrieval", "--source", str(mcp_source), "--tools", str(tools)],
+        args=["-m", "agentworld", "sim", "mcp", "-b", "retrieval", "--source", str(mcp_source), "--tools", str(tools),
+              "--record", str(tmp_path / "calls.jsonl")],
     )
     async with Client(params, read_timeout_seconds=60) as client:
         assert {t.name for t in (await client.list_tools()).tools} == {"read_file", "write_file", "list_items"}
         res = await client.call_tool("write_file", {"path": "/data/b.txt", "content": "beta"})
         assert "Successfully wrote" in res.content[0].text
+    # The server wrote the simulated calls as a trajectory when the client hung up.
+    deadline = time.monotonic() + 20
+    while not (tmp_path / "calls.jsonl").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    [traj] = read_trajectories(tmp_path / "calls.jsonl", strict=True).items
+    assert [json.loads(t.action)["name"] for t in traj.turns] == ["write_file"]
 
 
 async def test_streamable_http_transport(mcp_wm):

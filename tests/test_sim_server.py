@@ -75,10 +75,13 @@ async def test_backpressure_refuses_when_slots_and_queue_are_full(terminal_wm):
     assert manager.refused["busy"] == 1
 
 
-async def test_websocket_session(terminal_wm):
+async def test_websocket_session(terminal_wm, tmp_path):
     from websockets.asyncio.client import connect
 
+    from agentworld.trajectory import read_trajectories
+
     manager = _manager(terminal_wm)
+    manager.record_path = tmp_path / "sessions.jsonl"
     with ServerThread(create_app(manager)) as srv:
         async with connect(srv.url.replace("http", "ws") + "/ws") as ws:
             await ws.send(json.dumps({"type": "step", "data": {"action": "ls"}}))
@@ -95,3 +98,5 @@ async def test_websocket_session(terminal_wm):
             await ws.send(json.dumps({"type": "close", "data": {}}))
             assert json.loads(await ws.recv())["type"] == "closed"
         assert manager.sessions == {}
+    [traj] = read_trajectories(tmp_path / "sessions.jsonl", strict=True).items
+    assert traj.provenance.source == "sim" and traj.num_turns == 1 and '"pwd\\n"' in traj.turns[0].action

@@ -129,6 +129,7 @@ def serve(
     max_inflight: int = typer.Option(32, "--max-inflight", help="Steps simulated at once."),
     max_waiting: int = typer.Option(256, "--max-waiting", help="Steps waiting for a slot before 429."),
     concurrency: int = typer.Option(8, "--concurrency", help="Concurrent backend calls."),
+    record: Path = typer.Option(None, "--record", help="Append every finished session's trajectory to this JSONL."),
 ) -> None:
     """Serve sessions over HTTP (/reset /step /state /close) and WebSocket (/ws), OpenEnv style."""
     import uvicorn
@@ -140,7 +141,7 @@ def serve(
     wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain, concurrency=concurrency)
     limits = Limits(max_sessions=max_sessions, max_inflight=max_inflight, max_waiting=max_waiting)
     manager = SessionManager(wm, sc, perturbations=_perturbations(perturbations), config=_gen(temperature, max_tokens),
-                             limits=limits, resample=resample)
+                             limits=limits, resample=resample, record=record)
     console.print(f"simulating [bold]{sc.domain}[/] scenario {sc.id!r} with {wm.model_id} on http://{host}:{port}")
     uvicorn.run(create_app(manager), host=host, port=port, log_level="warning")
 
@@ -153,6 +154,7 @@ def mcp(
     perturbations: Path = PERTURB, resample: int = RESAMPLE, seed: int = typer.Option(0, "--seed"),
     transport: str = typer.Option("stdio", "--transport", help="stdio | http (streamable HTTP at /mcp)"),
     host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8001, "--port"),
+    record: Path = typer.Option(None, "--record", help="Append the simulated calls as a trajectory to this JSONL on exit."),
 ) -> None:
     """Serve the scenario's tools as an MCP server whose results come from the world model."""
     from agentworld.sim import SimEnv
@@ -164,6 +166,8 @@ def mcp(
         facade = SimulatedToolServer(SimEnv(wm, sc, perturbations=_perturbations(perturbations), resample=resample), seed=seed)
     except ValueError as exc:
         raise fail(str(exc), "pass --tools, or a --trajectory that declares tools") from None
+    if transport not in ("stdio", "http"):
+        raise fail(f"unknown transport {transport!r}", "use stdio or http")
     if transport == "stdio":
         asyncio.run(facade.serve_stdio())
     elif transport == "http":
@@ -171,8 +175,11 @@ def mcp(
 
         console.print(f"MCP (streamable HTTP) on http://{host}:{port}/mcp with {len(facade.tools)} simulated tools")
         uvicorn.run(facade.http_app(host=host), host=host, port=port, log_level="warning")
-    else:
-        raise fail(f"unknown transport {transport!r}", "use stdio or http")
+    if record is not None and facade.env.turn:
+        from agentworld.jsonl import JsonlAppender
+
+        with JsonlAppender(record) as fh:
+            fh.append(facade.env.record())
 
 
 @app.command()

@@ -13,6 +13,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -95,8 +96,11 @@ class SessionManager:
         config: GenerationConfig | None = None,
         limits: Limits | None = None,
         resample: int = 0,
+        record: str | Path | None = None,
     ):
+        """``record``: a JSONL file that gets every session's trajectory when it closes."""
         self.wm, self.scenario, self.perturbations = world_model, scenario, perturbations
+        self.record_path = Path(record) if record else None
         self.config, self.resample = config, resample
         self.limits = limits or Limits()
         self.sessions: dict[str, _Session] = {}
@@ -123,7 +127,11 @@ class SessionManager:
         """Reset an existing session or open a new one (``session_id`` None or unknown)."""
         self._expire()
         sess = self.sessions.get(session_id) if session_id else None
-        if sess is None:
+        if sess is not None:
+            if sess.lock.locked():
+                raise SessionBusy(f"session {session_id!r} is stepping", "reset after the step's answer")
+            self._save(sess)  # a reset ends the episode: keep it before the history is cleared
+        else:
             if len(self.sessions) >= self.limits.max_sessions:
                 self.refused["session_cap"] += 1
                 raise SessionCapReached(
@@ -191,7 +199,17 @@ class SessionManager:
         }
 
     def close(self, session_id: str) -> bool:
-        return self.sessions.pop(session_id, None) is not None
+        sess = self.sessions.pop(session_id, None)
+        if sess is not None:
+            self._save(sess)
+        return sess is not None
+
+    def _save(self, sess: _Session) -> None:
+        if self.record_path is not None and sess.env.turn:
+            from agentworld.jsonl import JsonlAppender
+
+            with JsonlAppender(self.record_path, fsync=False) as out:
+                out.append(sess.env.record(trajectory_id=f"sim-{sess.env.session_id}-{time.time_ns()}"))
 
     def health(self) -> dict[str, Any]:
         return {
