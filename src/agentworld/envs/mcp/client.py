@@ -96,11 +96,8 @@ class McpHub:
             with self.log_path.open("a", encoding="utf-8") as errlog:
                 async with contextlib.AsyncExitStack() as stack:
                     for spec in self.specs:
-                        params = StdioServerParameters(
-                            command=confined_argv(spec, self.workspace, self.limits)[0],
-                            args=confined_argv(spec, self.workspace, self.limits)[1:],
-                            env=server_env(spec),
-                        )
+                        argv = confined_argv(spec, self.workspace, self.limits)
+                        params = StdioServerParameters(command=argv[0], args=argv[1:], env=server_env(spec))
                         read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
                         session = await stack.enter_async_context(ClientSession(read, write))
                         init = await session.initialize()
