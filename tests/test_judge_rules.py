@@ -124,3 +124,15 @@ def test_mcp_factuality_checks_values_the_session_fixed():
     wrong = result.replace("Initech", "Globex")
     j = scorer.score_sync(s, pred(wrong))
     assert j.scores["factuality"] == 3 and j.scores["format"] == 5  # one of two fixed values wrong
+
+
+def test_action_values_are_determined_content():
+    call = json.dumps({"name": "move_file", "arguments": {"source": "/w/a/old.log", "destination": "/w/juniper/old.log"}})
+    result = json.dumps({"content": [{"type": "text", "text": "Successfully moved /w/a/old.log to /w/juniper/old.log"}], "isError": False})
+    s = BenchSample(task="mcp", id=2, prompt=[call], response=[result], current_prompt=call, system_str="", turn_idx=1, total_turns=1)
+    j = scorer.score_sync(s, pred(result.replace("juniper", "umber")))
+    assert j.details["determined_lines"] == 2 and j.scores["factuality"] == 3
+    # Non-JSON actions: quoted arguments of a call, e.g. text typed into a web form.
+    w = BenchSample(task="web", id=3, prompt=['fill("b12", "wireless mouse")'], response=["[b12] searchbox 'Search' value='wireless mouse'"],
+                    current_prompt='fill("b12", "wireless mouse")', system_str="", turn_idx=1, total_turns=1)
+    assert scorer.score_sync(w, pred("[b12] searchbox 'Search' value='mouse'")).scores["factuality"] == 1

@@ -11,12 +11,14 @@ each dimension measures (pred = the parsed prediction, truth = the real observat
   proportion (os also: geometry present when the truth has it); android -- balanced
   HTML-like tags, the same tag vocabulary, ids on elements; swe -- numbered file views
   with consecutive, matching line numbers. Others: line-shape similarity.
-- ``factuality``: exact reproduction of deterministic content, i.e. truth lines the
-  session already fixes (they occur verbatim in an earlier action or observation or in
-  the current action; for terminal also the echoed command line; for mcp the JSON leaf
-  values that occur in an earlier action or observation). Score = share of those found
-  verbatim in pred (as whole lines; for mcp among pred's JSON leaf values). When the session fixes nothing, bag-of-words F1 with the
-  truth stands in.
+- ``factuality``: exact reproduction of deterministic content, i.e. pieces of the truth
+  the session already fixes: truth lines that occur verbatim in an earlier action or
+  observation or in the current action, and the current action's literal values (JSON
+  string arguments, quoted strings of a call) that the truth repeats; for terminal also
+  the echoed command line; for mcp JSON leaf values stated earlier in the session.
+  Score = share of those found in pred (whitespace-normalised; for mcp inside pred's
+  decoded JSON values). When the session fixes nothing, bag-of-words F1 with the truth
+  stands in.
 - ``consistency``: contradictions with the session history: a fact pred states (``key:
   value`` lines, JSON fields, element id -> role, window name -> role, user@host of the
   prompt, isError of a tool call) that differs from what an earlier observation said
@@ -24,8 +26,9 @@ each dimension measures (pred = the parsed prediction, truth = the real observat
 - ``realism``: length proportion (``exp(-|ln(len_pred / len_truth)|)``) and line-shape
   similarity averaged, minus 2 for each kind of text no environment prints (addressing
   a reader or judge, self-praise, chat fences, leftover tags).
-- ``quality``: completeness -- share of truth lines present in pred (exactly, or with
-  token F1 >= 0.8) -- weighted 0.7, with length proportion 0.3.
+- ``quality``: completeness -- share of the truth's pieces present in pred (lines; for
+  mcp ``key=value`` per JSON leaf and payload lines), exactly or with token F1 >= 0.8 --
+  weighted 0.7, with length proportion 0.3.
 
 Fractions map to 1-5 as ``1 + round(4 * f)``. A prediction that is truncated, missing or
 failed scores 1 on every dimension (a valid, bad judgement -- not a judge failure).
@@ -40,12 +43,11 @@ from agentworld.judge.rules import android, mcp, os, search, swe, terminal, web
 from agentworld.judge.rules._common import (
     DomainRules,
     length_proportion,
-    line_recall,
     meta_hits,
     shape_similarity,
-    text_lines,
     to_scale,
     token_f1,
+    unit_recall,
 )
 
 if TYPE_CHECKING:
@@ -77,7 +79,7 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
     length = length_proportion(pred, truth)
     shape = shape_similarity(pred, truth)
     meta = meta_hits(pred, truth)
-    completeness = line_recall(text_lines(truth), pred, fuzzy=0.8)
+    completeness = unit_recall(rules.units(truth), rules.units(pred), fuzzy=0.8)
     scores = {
         "format": to_scale(fmt),
         "factuality": to_scale(fact),

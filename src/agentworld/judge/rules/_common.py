@@ -74,26 +74,40 @@ def length_proportion(pred: str, truth: str) -> float:
     return math.exp(-abs(math.log(a / b)))
 
 
-def line_recall(expected: list[str], pred: str, *, fuzzy: float | None = None) -> float:
-    """Share of ``expected`` lines found in ``pred`` (each pred line used once).
+def unit_recall(expected: list[str], got: list[str], *, fuzzy: float | None = None) -> float:
+    """Share of ``expected`` units found in ``got`` (each unit of ``got`` used once).
 
-    Exact match of normalised lines by default; with ``fuzzy`` a line also counts when
-    some unused pred line has token F1 >= ``fuzzy`` with it.
+    Exact match by default; with ``fuzzy`` a unit also counts when some unused unit of
+    ``got`` has token F1 >= ``fuzzy`` with it.
     """
     if not expected:
         return 1.0
-    pool = Counter(text_lines(pred))
+    pool = Counter(got)
     found = 0
-    for line in expected:
-        if pool[line] > 0:
-            pool[line] -= 1
+    for unit in expected:
+        if pool[unit] > 0:
+            pool[unit] -= 1
             found += 1
         elif fuzzy is not None:
-            best = max((c for c in pool if pool[c] > 0), key=lambda c: token_f1(c, line), default=None)
-            if best is not None and token_f1(best, line) >= fuzzy:
+            best = max((c for c in pool if pool[c] > 0), key=lambda c: token_f1(c, unit), default=None)
+            if best is not None and token_f1(best, unit) >= fuzzy:
                 pool[best] -= 1
                 found += 1
     return found / len(expected)
+
+
+_QUOTED = re.compile(r"""(?<![\\w])(["'])((?:(?!\1).){3,200}?)\1""")
+
+
+def action_values(action: str) -> list[str]:
+    """The literal values an action carries: JSON string leaves, or quoted strings of a
+    call such as ``fill("b12", "wireless mouse")``; stripped, at least 3 characters."""
+    data = parse_json(action)
+    if isinstance(data, (dict, list)):
+        values = [v for v in flatten_json(data).values() if isinstance(v, str)]
+    else:
+        values = [m.group(2) for m in _QUOTED.finditer(action)]
+    return [v.strip() for v in values if len(v.strip()) >= 3]
 
 
 def line_shape(line: str) -> str:
@@ -193,18 +207,28 @@ class DomainRules:
         """Facts an observation states, keyed so that a later one can contradict them."""
         return key_value_facts(text)
 
+    def units(self, text: str) -> list[str]:
+        """The pieces completeness is counted in (default: non-blank lines)."""
+        return text_lines(text)
+
     def determined(self, sample: BenchSample) -> list[str]:
-        """Lines of the real observation that the session so far fixes exactly.
+        """Pieces of the real observation that the session so far fixes exactly.
 
         Default: ground-truth lines that occur verbatim in an earlier action or
-        observation or in the current action (echoed input, files read back, ids).
+        observation or in the current action (echoed input, files read back), plus the
+        current action's literal values that the truth repeats (paths, names, typed text).
         """
         known = "\n".join([*(a + "\n" + o for a, o in sample.history()), sample.action])
-        return [ln for ln in text_lines(sample.ground_truth) if re.search(r"\w", ln) and ln in known]
+        truth = sample.ground_truth
+        units = [ln for ln in text_lines(truth) if re.search(r"\w", ln) and ln in known]
+        for value in action_values(sample.action):
+            if value in truth and value not in units:
+                units.append(value)
+        return units
 
     def found(self, unit: str, pred: str) -> bool:
-        """Whether a determined unit appears in the prediction (default: as a whole line)."""
-        return unit in set(text_lines(pred))
+        """Whether a determined piece appears in the prediction (whitespace-normalised)."""
+        return norm(unit) in "\n".join(text_lines(pred))
 
     def contradictions(self, pred: str, sample: BenchSample) -> list[str]:
         """Facts in ``pred`` that disagree with the history while the truth agrees with it."""

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentworld.judge.rules._common import DomainRules, key_value_facts, parse_json, shape_similarity
+from agentworld.judge.rules._common import (
+    DomainRules,
+    action_values,
+    flatten_json,
+    key_value_facts,
+    parse_json,
+    shape_similarity,
+    text_lines,
+)
 
 
 def _keys(value: Any) -> set[str]:
@@ -46,19 +54,35 @@ class McpRules(DomainRules):
         return 0.5 + 0.5 * jac, {"valid_json": True, "key_jaccard": round(jac, 3)}
 
     def determined(self, sample: Any) -> list[str]:
-        """JSON leaf values of the real result (text payloads included, line by line) that
-        an earlier action or observation already states: echoed arguments, stored data."""
-        if parse_json(sample.ground_truth) is None:
+        """JSON leaf values of the real result that an earlier action or observation already
+        states (stored data read back), plus the call's argument values the result
+        repeats (paths, names, ids)."""
+        truth = parse_json(sample.ground_truth)
+        if truth is None:
             return super().determined(sample)
         known = "\n".join([*(a + "\n" + o for a, o in sample.history()), sample.action])
-        units = []
-        for value in _leaves(sample.ground_truth):
-            if len(value) >= 3 and value in known and value not in units:
+        leaves = _leaves(sample.ground_truth)
+        units = [v for v in sorted(leaves) if len(v) >= 3 and v in known]
+        for value in action_values(sample.action):
+            if value not in units and any(value in leaf for leaf in leaves):
                 units.append(value)
         return units
 
     def found(self, unit: str, pred: str) -> bool:
-        return unit in _leaves(pred) or super().found(unit, pred)
+        # Values sit inside JSON strings, escaped; compare against the decoded leaves.
+        return any(unit in leaf for leaf in _leaves(pred)) or super().found(unit, pred)
+
+    def units(self, text: str) -> list[str]:
+        """``key=value`` per scalar leaf; multi-line text payloads count line by line."""
+        data = parse_json(text)
+        if data is None:
+            return super().units(text)
+        out = []
+        for key, value in flatten_json(data).items():
+            if key.endswith("type"):
+                continue
+            out.extend(text_lines(value) if "\n" in value else [f"{key}={value}"])
+        return out
 
     def contradictions(self, pred: str, sample: Any) -> list[str]:
         out = super().contradictions(pred, sample)
