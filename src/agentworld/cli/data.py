@@ -291,14 +291,15 @@ def _print_build_report(kind: BuildKind, rep: dict) -> None:
             f"tokens {rep['tokens']:,}, loss tokens {rep['loss_tokens']:,}, truncated {rep['truncated']}"
         )
     else:
-        table = Table(title=f"{kind.value} per domain")
+        # Metrics as rows, domains as columns: seven domains fit a terminal, twelve metrics do not.
+        table = Table(title=f"{kind.value} per domain", box=box.SIMPLE_HEAD)
         per = rep["per_domain"]
         present = {k for c in per.values() for k in c}
-        cols = [k for k in _REPORT_ORDER if k in present] + sorted(present - set(_REPORT_ORDER))
-        table.add_column("domain")
-        for c in cols:
-            table.add_column(c, justify="right")
-        for d, c in per.items():
-            table.add_row(d, *(str(c.get(k, 0)) for k in cols))
+        metrics = [k for k in _REPORT_ORDER if k in present] + sorted(present - set(_REPORT_ORDER))
+        table.add_column("")
+        for d in per:
+            table.add_column(d, justify="right")
+        for m in metrics:
+            table.add_row(m, *(str(c.get(m, 0)) for c in per.values()))
         out.print(table)
     out.print(f"wrote {rep['output']}")
