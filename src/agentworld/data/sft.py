@@ -184,6 +184,7 @@ def build_sft(
     for q in queries:
         counts = report.per_domain[q.sample.domain]
         counts["queries"] += 1
+        counts["kept"] += 0  # listed even when nothing passes
         rec = done.get(q.key)
         if rec is None:
             counts["failed_queries"] += 1
