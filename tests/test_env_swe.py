@@ -92,7 +92,7 @@ def test_scripted_repair_goes_green_and_replays_identically(env: SweEnv) -> None
 
 def test_missing_sources_fail_with_the_command_that_fetches_them(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("AGENTWORLD_SWE_CACHE", str(tmp_path))
-    with pytest.raises(MissingSourceError, match=r"python -m agentworld\.envs\.swe once"):
+    with pytest.raises(MissingSourceError, match=r"python -m agentworld\.envs\.swe` once"):
         repos.sdist_path(REPOS["parse"])
     res = CliRunner().invoke(app, ["collect", "swe", "--out", str(tmp_path / "t.jsonl")])
     assert res.exit_code == 2

@@ -47,7 +47,8 @@ class SweConfig:
     """Repositories to draw from."""
     max_attempts: int = 12
     """Mutations tried (each one a test run) before giving up on a seed."""
-    test_timeout: float = 120.0
+    test_timeout: float = 60.0
+    """Seconds one verification run of the suite may take (a mutation that hangs is skipped)."""
     bash_timeout: float = 120.0
     max_steps: int = 50
     cache: str | None = None
@@ -96,7 +97,7 @@ class SweEnv(Env):
         self._context = {
             "task_description": self._task(spec, self.bug),
             "tools": TOOLS,
-            "initial_state": self._initial_state(spec, top),
+            "initial_state": self._initial_state(spec, top, self._versions()),
         }
         info: dict[str, Any] = {"repo": spec.name, "version": spec.version}
         if self.bug is not None:
@@ -184,15 +185,24 @@ class SweEnv(Env):
             f"`cd {spec.guest_path} && {spec.test_command}` pass. Do not modify the tests."
         )
 
+    def _versions(self) -> str:
+        """What the machine itself says it is (so the state stays true if the root changes)."""
+        assert self.sandbox is not None
+        res = self.sandbox.run(". /etc/os-release; echo \"$PRETTY_NAME\"; python3 -V; git --version; "
+                               "command -v python >/dev/null && echo python || echo no-python")
+        os_name, py, git, has_python = (res.stdout.strip().splitlines() + ["", "", "", ""])[:4]
+        python = "`python3` and `python`" if has_python == "python" else "`python3` (there is no `python`)"
+        return f"{os_name} sandbox without network, working as root; {py} as {python}, {git}"
+
     @staticmethod
-    def _initial_state(spec: repos.RepoSpec, top: list[str]) -> str:
+    def _initial_state(spec: repos.RepoSpec, top: list[str], machine: str) -> str:
+        pytest_version = next(w.split("==")[1] for w in repos.TEST_WHEELS if w.startswith("pytest=="))
         return (
-            "A Debian 12 (bookworm) sandbox without network, working as root; Python 3.11.2 as "
-            "`python3` (there is no `python`), git 2.39.5, GNU coreutils, grep, sed, find.\n"
+            f"{machine}, GNU coreutils, grep, sed, find.\n"
             f"{spec.guest_path}: a git repository on branch main with one commit, 'Initial commit', "
             f"holding the source distribution of {spec.dist} {spec.version}. Top-level entries: "
             f"{', '.join(top)}.\n"
-            f"pytest 9.0.3 is importable; PYTHONPATH={repos.guest_pythonpath(spec)}.\n"
+            f"pytest {pytest_version} is importable; PYTHONPATH={repos.guest_pythonpath(spec)}.\n"
             f"The suite runs with: cd {spec.guest_path} && {spec.test_command}"
         )
 

@@ -49,7 +49,8 @@ def repair_actions(env: SweEnv, seed: int) -> Iterator[str]:
         yield tool_call("bash", command=f"cd {repo} && {spec.pytest(failing)} 2>&1 | tail -n 50")
     if failing and rng.random() < 0.5:
         test_file, _, test_name = failing.partition("::")
-        yield tool_call("bash", command=f"grep -n -A 12 'def {test_name.split('::')[-1]}' {test_file}")
+        func = test_name.split("::")[-1].split("[")[0]  # parametrized ids carry [params]
+        yield tool_call("bash", command=f"grep -n -A 12 'def {func}' {test_file}")
 
     # 3. Optionally write a reproduction script first.
     repro = failing is not None and rng.random() < 0.3
