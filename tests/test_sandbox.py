@@ -113,9 +113,8 @@ def test_sweep_removes_sandboxes_of_dead_owners(rootfs: Path, tmp_path: Path) ->
     try:
         assert sweep_stale(tmp_path) == 1
         assert not orphan.dir.exists() and not os.path.ismount(orphan.root)
+        assert orphan.cgroup is None or not any(d.exists() for d in orphan.cgroup.dirs)
         assert live.run("echo ok").stdout == "ok\n"
     finally:
         orphan.closed = True
-        if orphan.cgroup:
-            orphan.cgroup.remove()
         live.close()

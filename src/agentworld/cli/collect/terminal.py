@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -67,5 +69,7 @@ def collect_terminal(
             # Worker threads own no event loop; the episode ends before its sandbox closes.
             return asyncio.run(run_agent(env, task, config, seed=job.seed, trajectory_id=job.job_id))
 
+    # SIGTERM ends the run like Ctrl-C: running episodes finish and tear their sandboxes down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     jobs = _jobs("terminal", episodes, test_episodes, seed, template or TEMPLATES.names())
     _run("terminal", jobs, run_one, out_path or Path("runs/collect/terminal.jsonl"), workers, bench_dir)

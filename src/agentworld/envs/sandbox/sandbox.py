@@ -112,6 +112,8 @@ class Sandbox:
         try:
             self._mount(_upper_from)
             self.cgroup = Cgroup.create(self.limits)
+            if self.cgroup is not None:
+                (self.dir / "cgroup").write_text("".join(f"{d}\n" for d in self.cgroup.dirs))
         except BaseException:
             self.close()
             raise
@@ -339,6 +341,8 @@ def sweep_stale(base_dir: str | Path | None = None) -> int:
             continue  # not ours to judge (no owner file yet, or unreadable)
         if (d / "tmux.sock").exists():
             subprocess.run(["tmux", "-S", str(d / "tmux.sock"), "kill-server"], capture_output=True)
+        if (d / "cgroup").exists():
+            Cgroup([Path(x) for x in (d / "cgroup").read_text().split()]).remove()
         for mnt in (d / "root", d / "layer"):
             if os.path.ismount(mnt):
                 subprocess.run(["umount", "-l", str(mnt)], capture_output=True)

@@ -39,12 +39,21 @@ echo "Working directory: $PWD"
 echo "Prompt: $(id -un)@$(hostname):${PWD}#"
 if [ -n "$(ls -A "$PWD" 2>/dev/null)" ]; then
   echo "Files in $PWD:"
-  find . -mindepth 1 -maxdepth 3 -not -path './.git/*' | sort | head -n 60 | while read -r f; do
+  find . -mindepth 1 -maxdepth 3 -name .git -prune -o -print | sort | head -n 60 | while read -r f; do
     if [ -d "$f" ]; then echo "  ${f#./}/"; else echo "  ${f#./} ($(stat -c %s "$f") bytes, mode $(stat -c %a "$f"))"; fi
   done
 else
   echo "Files in $PWD: (empty)"
 fi
+# Small text files verbatim: a simulator cannot guess what `cat` would print.
+find . -name .git -prune -o -type f -size -2049c -print | sort | head -n 20 | while read -r f; do
+  if grep -Iq . "$f" 2>/dev/null; then echo "--- ${f#./} ---"; head -n 40 "$f"; fi
+done | head -c 6000
+find . -maxdepth 3 -name .git -type d | sort | while read -r g; do
+  r=$(dirname "$g"); r=${r#./}; r=${r:-.}
+  echo "Git repository $r: on branch $(git -C "$r" branch --show-current); branches: $(git -C "$r" branch --format='%(refname:short)' | paste -sd' ')"
+  git -C "$r" log --all --oneline -n 10 | sed 's/^/  /'
+done
 """
 # Tool versions depend only on the root filesystem: asked once, then read from a file.
 _TOOLS_SCRIPT = r"""
