@@ -135,4 +135,4 @@ def test_action_values_are_determined_content():
     # Non-JSON actions: quoted arguments of a call, e.g. text typed into a web form.
     w = BenchSample(task="web", id=3, prompt=['fill("b12", "wireless mouse")'], response=["[b12] searchbox 'Search' value='wireless mouse'"],
                     current_prompt='fill("b12", "wireless mouse")', system_str="", turn_idx=1, total_turns=1)
-    assert scorer.score_sync(w, pred("[b12] searchbox 'Search' value='mouse'")).scores["factuality"] == 1
+    assert scorer.score_sync(w, pred("[b12] searchbox 'Search' value='mouse'")).scores["factuality"] == 3  # b12 right, text wrong
