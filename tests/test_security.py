@@ -150,7 +150,7 @@ def test_disk_filling_stops_at_the_quota(env: TerminalEnv) -> None:
 def test_running_forever_is_bounded(env: TerminalEnv, rootfs: Path) -> None:
     t0 = time.monotonic()
     r = run(env, "sleep infinity", 1.0)
-    assert time.monotonic() - t0 < 3 and "still_running" in r.info["events"] and not r.info["prompt"]
+    assert time.monotonic() - t0 < 5 and "still_running" in r.info["events"] and not r.info["prompt"]
     r = env.step(action_json(("C-c", 2)))
     assert r.observation.endswith(PROMPT) and r.info["prompt"]
     r = run(env, "python3 -c 'while True: pass'; echo rc=$?", 15)  # CPU-time limit of 3 s
@@ -168,7 +168,7 @@ def test_running_forever_is_bounded(env: TerminalEnv, rootfs: Path) -> None:
 def test_printing_gigabytes_is_bounded(env: TerminalEnv, rootfs: Path) -> None:
     t0 = time.monotonic()
     r = run(env, "yes 'flood of output'", 2.0)
-    assert time.monotonic() - t0 < 6
+    assert time.monotonic() - t0 < 10
     lines = r.observation.split("\n")
     assert len(lines) <= env.config.max_lines and lines[-2] == "flood of output"
     r = env.step(action_json(("C-c", 3)))

@@ -50,12 +50,12 @@ def test_reset_builds_state_and_captures_it(env: TerminalEnv) -> None:
         assert needle in state
     r = step(env, ("sort -n data/n.txt; echo $PROJECT; cat /opt/tool/VERSION;\n", 5))
     assert r.observation == f"{PROMPT} sort -n data/n.txt; echo $PROJECT; cat /opt/tool/VERSION;\n1\n2\n3\ndemo\nv7\n{PROMPT}"
-    assert r.info["prompt"] and r.info["duration_s"] < 3  # returned when the prompt came back
+    assert r.info["prompt"] and r.info["duration_s"] < 4.5  # returned when the prompt came back
 
 
 def test_long_command_shows_partial_output_then_ctrl_c(env: TerminalEnv) -> None:
     env.reset()
-    r = step(env, ("for i in 1 2 3 4 5 6 7 8 9; do echo tick$i; sleep 0.3; done\n", 1.0))
+    r = step(env, ("for i in 1 2 3 4 5 6 7 8 9; do echo tick$i; sleep 0.5; done\n", 1.5))
     assert "tick1" in r.observation and "tick9" not in r.observation
     assert not r.info["prompt"] and "still_running" in r.info["events"]
     r = step(env, ("C-c", 2))
