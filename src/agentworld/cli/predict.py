@@ -29,14 +29,15 @@ def make_backend(
     domain: str | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
+    precision: str | None = None,
 ) -> Any:
     """Build a backend from CLI flags, turning setup problems into clean errors."""
     from agentworld.models import BACKENDS, load_backend
 
     options: dict[str, dict[str, Any]] = {
         "openai": {"model": model, "base_url": base_url, "api_key": api_key},
-        "hf": {"path": path, "adapter": adapter},
-        "smol": {"adapter": adapter},
+        "hf": {"path": path, "adapter": adapter, "precision": precision},
+        "smol": {"adapter": adapter, "precision": precision},
         "retrieval": {"source": source, "domain": domain},
     }
     if name not in BACKENDS:
@@ -190,6 +191,7 @@ def serve(
     domain: str = typer.Option(None, "--domain", help="retrieval: fix the domain index."),
     base_url: str = typer.Option(None, "--base-url", help="openai: upstream endpoint."),
     api_key: str = typer.Option(None, "--api-key", help="openai: upstream key."),
+    precision: str = typer.Option(None, "--precision", help="hf/smol: auto | fp32 | bf16 | autocast."),
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(8000, "--port"),
     served_name: str = typer.Option(None, "--served-model-name", help="Model name clients send (default: the model id)."),
@@ -203,7 +205,10 @@ def serve(
 
     if not 0.0 <= fail_rate < 1.0:
         raise fail("--fail-rate must be in [0, 1)")
-    instance = make_backend(backend, model=model, path=path, adapter=adapter, source=source, domain=domain, base_url=base_url, api_key=api_key)
+    instance = make_backend(
+        backend, model=model, path=path, adapter=adapter, source=source, domain=domain,
+        base_url=base_url, api_key=api_key, precision=precision,
+    )
     app_ = create_app(
         instance, model_name=served_name, fail_rate=fail_rate, seed=seed, split_reasoning=split_reasoning
     )

@@ -2,14 +2,14 @@
 
 Concurrent calls are batched (left padding, one ``generate`` per batch) by
 :class:`~agentworld.models._batching.Batcher`. On CUDA the model runs in bf16; on CPU it
-runs in fp32, with bf16 autocast only where a quick measurement at load time shows it
-is faster on this machine (``autocast="auto"``).
+runs in one of three precisions: ``fp32``, ``bf16`` weights, or fp32 weights under bf16
+``autocast``; ``auto`` picks what ``benchmarks/backends_throughput.py`` measured fastest
+for CPUs like this one (see :func:`auto_precision`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,23 +45,26 @@ class HFBackend(Backend):
         *,
         adapter: str | Path | None = None,
         device: str | None = None,
-        autocast: str = "auto",
+        precision: str = "auto",
         max_batch: int = 16,
         model_name: str | None = None,
-        load_options: dict[str, Any] | None = None,
+        revision: str | None = None,
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.path = Path(path)
-        if not (self.path / "config.json").exists() and not load_options:
+        if not (self.path / "config.json").exists():
             raise FileNotFoundError(f"not a Hugging Face checkpoint folder (no config.json): {self.path}")
         self.adapter = Path(adapter) if adapter else None
+        if self.adapter is not None and not (self.adapter / "adapter_config.json").exists():
+            raise FileNotFoundError(f"not a PEFT adapter folder (no adapter_config.json): {self.adapter}")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        options = dict(load_options or {})
-        if self.device.startswith("cuda"):
-            options.setdefault("dtype", torch.bfloat16)
-        self.tokenizer = AutoTokenizer.from_pretrained(self.path, **{k: v for k, v in options.items() if k == "gguf_file"})
+        self.precision = auto_precision(self.device) if precision == "auto" else precision
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be auto or one of {', '.join(PRECISIONS)}")
+        options: dict[str, Any] = {"dtype": torch.bfloat16 if self.precision == "bf16" else torch.float32}
+        self.tokenizer = AutoTokenizer.from_pretrained(self.path)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -73,9 +76,10 @@ class HFBackend(Backend):
             model = PeftModel.from_pretrained(model, self.adapter).merge_and_unload()
         self.model = model.to(self.device).eval()
         self._torch = torch
-        self.autocast = self._choose_autocast(autocast)
+        self.autocast = self.precision == "autocast" and self.device == "cpu"
         self._model_name = model_name or self.path.name
-        self._revision = folder_revision(self.path if not load_options else None, self.adapter)
+        base = revision or folder_revision(self.path)
+        self._revision = f"{base}+{folder_revision(self.adapter)}" if self.adapter else base
         self.batcher: Batcher[tuple[list[Message], int], list[Completion]] = Batcher(
             self._generate_batch, max_rows=max_batch
         )
@@ -83,24 +87,6 @@ class HFBackend(Backend):
     @property
     def model_id(self) -> str:
         return f"{self._model_name}@{self._revision}"
-
-    # -- precision -------------------------------------------------------------------
-    def _choose_autocast(self, mode: str) -> bool:
-        if mode not in ("auto", "on", "off"):
-            raise ValueError("autocast must be auto, on or off")
-        if self.device != "cpu" or mode == "off":
-            return False
-        if mode == "on":
-            return True
-        # Measure: bf16 autocast only pays off on CPUs with native bf16 support.
-        ids = self._torch.randint(0, len(self.tokenizer), (4, 64))
-        timings = {}
-        for flag in (False, True, False, True):
-            start = time.perf_counter()
-            with self._torch.inference_mode(), self._torch.autocast("cpu", dtype=self._torch.bfloat16, enabled=flag):
-                self.model(input_ids=ids)
-            timings[flag] = time.perf_counter() - start  # second round: warmed up
-        return timings[True] < timings[False] * 0.9
 
     # -- generation ------------------------------------------------------------------
     def prompt_text(self, messages: list[Message]) -> str:
@@ -164,7 +150,7 @@ class HFBackend(Backend):
         self.model = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"HFBackend({self.model_id}, device={self.device}, autocast={self.autocast})"
+        return f"{type(self).__name__}({self.model_id}, device={self.device}, precision={self.precision})"
 
 
 
@@ -173,3 +159,22 @@ def _batch_key(config: GenerationConfig) -> Hashable:
     settings = config.resolved().to_dict()
     settings.pop("n", None)
     return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in settings.items()))
+
+
+PRECISIONS = ("fp32", "bf16", "autocast")
+
+
+def auto_precision(device: str) -> str:
+    """bf16 on CUDA. On CPU, fp32 unless the CPU has native bf16 instructions, where bf16
+    weights halve the memory read per generated token."""
+    if device.startswith("cuda"):
+        return "bf16"
+    return "bf16" if _cpu_has_native_bf16() else "fp32"
+
+
+def _cpu_has_native_bf16() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:  # not Linux: stay with the safe choice
+        return False
+    return any(f in flags for f in ("avx512_bf16", "amx_bf16"))
