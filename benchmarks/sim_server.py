@@ -6,8 +6,8 @@ call, so the simulator's own cost is visible rather than drowned in model latenc
 1. raw ``Backend.complete`` on the messages a session would send;
 2. ``WorldModel.predict`` (settings merge, parsing, stats);
 3. ``SimEnv.astep`` in process (prompt with ledger, perturbation plan, checks, record);
-4. ``POST /step`` over real HTTP to the uvicorn server (client in the same process);
-5. a WebSocket step;
+4. ``POST /step`` over real HTTP to ``agentworld sim serve`` (its own process);
+5. a WebSocket step to the same server;
 then K sessions opened and stepped concurrently over HTTP, counting errors.
 
     python benchmarks/sim_server.py [--steps 200] [--sessions 64 256 1024]
@@ -18,22 +18,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
+import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from test_sim_fixtures import ServerThread  # noqa: E402  (a real uvicorn server in a thread)
-
-from agentworld.models import DEFAULT_GENERATION, WorldModel, load_backend  # noqa: E402
-from agentworld.sim import PerturbationSpec, Scenario, SimEnv  # noqa: E402
-from agentworld.sim.server import create_app  # noqa: E402
-from agentworld.sim.sessions import Limits, SessionManager  # noqa: E402
-from agentworld.trajectory import Trajectory, Turn, write_trajectories  # noqa: E402
+from agentworld.models import DEFAULT_GENERATION, WorldModel, load_backend
+from agentworld.sim import PerturbationSpec, Scenario, SimEnv
+from agentworld.trajectory import Trajectory, Turn, write_trajectories
 
 PROMPT = "root@sandbox:/workspace#"
 COMMANDS = ["ls", "pwd", "cat notes.txt", "echo hello > notes.txt", "uname -a", "whoami", "date", "ls -la", "df -h", "env"]
@@ -53,6 +51,31 @@ def corpus(path: Path, n: int = 300) -> Path:
     return path
 
 
+def serve(tmp: Path, source: Path, scenario: Scenario, spec: PerturbationSpec, max_sessions: int) -> tuple[subprocess.Popen, str]:
+    """``agentworld sim serve`` in its own process; returns it and its URL once healthy."""
+    (tmp / "scenario.yaml").write_text(yaml.safe_dump(scenario.model_dump(mode="json")))
+    (tmp / "perturb.yaml").write_text(yaml.safe_dump(spec.model_dump(mode="json")))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentworld", "sim", "serve", "-b", "retrieval", "--source", str(source),
+         "--scenario", str(tmp / "scenario.yaml"), "-p", str(tmp / "perturb.yaml"), "--port", str(port),
+         "--max-sessions", str(max_sessions), "--max-inflight", "64", "--max-waiting", "4096", "--concurrency", "64"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/health").status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"the server did not come up: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+
+
 def ms(samples: list[float]) -> str:
     return f"{statistics.mean(samples) * 1000:7.2f} ms (p50 {statistics.median(samples) * 1000:6.2f})"
 
@@ -68,7 +91,8 @@ async def timed(fn, n: int) -> list[float]:
 
 async def main(steps: int, session_counts: list[int]) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="aw-sim-bench-"))
-    backend = load_backend("retrieval", source=corpus(tmp / "c.jsonl"), domain="terminal")
+    source = corpus(tmp / "c.jsonl")
+    backend = load_backend("retrieval", source=source, domain="terminal")
     wm = WorldModel(backend, concurrency=64)
     scenario = Scenario(domain="terminal", first_observation=PROMPT + " ", max_turns=10**6)
     spec = PerturbationSpec(rules=[{"kind": "api_error", "probability": 0.05}])
@@ -91,10 +115,10 @@ async def main(steps: int, session_counts: list[int]) -> None:
         await env.astep(ks(COMMANDS[i % len(COMMANDS)]))
     in_process = await timed(sim_step, steps)
 
-    manager = SessionManager(wm, scenario, perturbations=spec, limits=Limits(max_sessions=max(session_counts), max_inflight=64, max_waiting=4096))
-    with ServerThread(create_app(manager)) as srv:
+    proc, url = serve(tmp, source, scenario, spec, max(session_counts))
+    try:
         limits = httpx.Limits(max_connections=max(session_counts), max_keepalive_connections=max(session_counts))
-        async with httpx.AsyncClient(base_url=srv.url, timeout=120, limits=limits) as client:
+        async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
             sid = None
 
             async def http_step(i: int) -> None:
@@ -104,11 +128,12 @@ async def main(steps: int, session_counts: list[int]) -> None:
                 r = await client.post("/step", json={"session_id": sid, "action": ks(COMMANDS[i % len(COMMANDS)])})
                 r.raise_for_status()
             http = await timed(http_step, steps)
+            floor = await timed(lambda i: client.get("/health"), steps)
             await client.post("/close", json={"session_id": sid})
 
             from websockets.asyncio.client import connect
 
-            async with connect(srv.url.replace("http", "ws") + "/ws") as ws:
+            async with connect(url.replace("http", "ws") + "/ws") as ws:
                 async def ws_step(i: int) -> None:
                     if i % 20 == 0:
                         await ws.send(json.dumps({"type": "reset", "data": {"seed": i}}))
@@ -122,6 +147,7 @@ async def main(steps: int, session_counts: list[int]) -> None:
             print(f"  WorldModel.predict       {ms(runner)}   x{statistics.mean(runner) / statistics.mean(raw):.2f} of raw")
             print(f"  SimEnv.astep             {ms(in_process)}   x{statistics.mean(in_process) / statistics.mean(raw):.2f} of raw")
             print(f"  HTTP POST /step          {ms(http)}   x{statistics.mean(http) / statistics.mean(raw):.2f} of raw")
+            print(f"  HTTP GET /health (floor) {ms(floor)}   the HTTP round trip alone, no simulation")
             print(f"  WebSocket step           {ms(wsock)}   x{statistics.mean(wsock) / statistics.mean(raw):.2f} of raw")
             print(f"  server overhead per step: HTTP {(statistics.mean(http) - statistics.mean(raw)) * 1000:.2f} ms, "
                   f"WebSocket {(statistics.mean(wsock) - statistics.mean(raw)) * 1000:.2f} ms over the raw call")
@@ -147,6 +173,9 @@ async def main(steps: int, session_counts: list[int]) -> None:
                 dt = time.perf_counter() - t0
                 print(f"  {k:5d} sessions: {held} held at once, {errors} errors, {3 * len(sids) / dt:7.1f} steps/s")
                 await asyncio.gather(*(client.post("/close", json={"session_id": s}) for s in sids))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
     await wm.aclose()
 
 

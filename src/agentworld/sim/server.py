@@ -84,8 +84,9 @@ def create_app(manager: SessionManager) -> FastAPI:
         return reset_payload(sid, res)
 
     @app.post("/step")
-    async def step(req: StepRequest) -> dict[str, Any]:
-        return step_payload(await manager.step(req.session_id, req.action))
+    async def step(req: StepRequest) -> JSONResponse:
+        # Plain JSON out: the payload is already JSON-safe, so skip FastAPI's slow encoder.
+        return JSONResponse(step_payload(await manager.step(req.session_id, req.action)))
 
     @app.get("/state")
     async def state(session_id: str) -> dict[str, Any]:
