@@ -218,3 +218,17 @@ def test_cli_build_and_mask_stats(tmp_path: Path, data_dir: Path, tiny: Path) ->
     assert res.exit_code == 2 and "max_prompt_tokens" in res.output
     res = runner.invoke(app, ["data", "mask-stats", str(data_dir), "--workers", "1"])
     assert res.exit_code == 0 and "terminal" in res.output and "echo" in res.output
+
+
+@pytest.mark.slow
+def test_tokenizing_in_worker_processes_gives_the_same_samples(tiny: Path) -> None:
+    from agentworld.data.cpt import Job, tokenize_jobs
+
+    trajs = read_trajectories(EXAMPLES).items + extra_trajectories()
+    jobs = [
+        Job(t.id, t.domain, trajectory_chat(t, trajectory_system_prompt(t)), [0] if i % 2 else None)
+        for i, t in enumerate(trajs * 2)
+    ]
+    one = sorted(tokenize_jobs(str(tiny), jobs, 1, batch_size=1))
+    many = sorted(tokenize_jobs(str(tiny), jobs, 2, batch_size=1))
+    assert one == many and len(one) == len(jobs)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from typing import Any
 from agentworld.data.chat import load_tokenizer, tokenize_chat, trajectory_chat
 from agentworld.data.config import CPTConfig, config_dict
 from agentworld.data.filters import loss_skipped
-from agentworld.data.masking import Category, mask_turns, trajectory_turn_keys
+from agentworld.data.masking import Category, mask_turns, resolve_workers, trajectory_turn_keys
 from agentworld.data.packing import PackItem, pack, truncate, unpacked
 from agentworld.data.resume import ResumeLog
 from agentworld.data.source import prepare
@@ -74,13 +76,54 @@ def loss_turns_of(traj: Trajectory, keep: list[bool]) -> set[int]:
     return {i for i, (turn, k) in enumerate(zip(traj.turns, keep)) if k and not loss_skipped(turn)}
 
 
+@dataclass(frozen=True)
+class Job:
+    """One sample to tokenize: its messages and which assistant turns are in the loss."""
+
+    key: str
+    domain: str | None
+    messages: list[dict[str, str]]
+    loss_turns: list[int] | None
+    """Assistant-message ordinals in the loss; None means all."""
+
+
+def _tokenize_batch(tokenizer_name: str, jobs: list[Job]) -> list[tuple[str, str | None, list[int], list[int]]]:
+    tokenizer = load_tokenizer(tokenizer_name)
+    out = []
+    for j in jobs:
+        tok = tokenize_chat(tokenizer, j.messages, None if j.loss_turns is None else set(j.loss_turns))
+        out.append((j.key, j.domain, tok.input_ids, tok.loss_mask))
+    return out
+
+
+def tokenize_jobs(
+    tokenizer_name: str, jobs: list[Job], workers: int | None, *, batch_size: int = 32
+) -> Iterator[tuple[str, str | None, list[int], list[int]]]:
+    """Tokenized jobs as they finish; spread over worker processes when there are many.
+
+    Workers are spawned (not forked) because a forked Rust tokenizer can deadlock; each
+    loads the tokenizer once, which only pays off beyond a few batches.
+    """
+    n_workers = resolve_workers(workers)
+    batches = [jobs[i : i + batch_size] for i in range(0, len(jobs), batch_size)]
+    if n_workers == 1 or len(batches) <= 2 * n_workers:
+        for b in batches:
+            yield from _tokenize_batch(tokenizer_name, b)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx) as pool:
+        futures = [pool.submit(_tokenize_batch, tokenizer_name, b) for b in batches]
+        for fut in as_completed(futures):
+            yield from fut.result()
+
+
 def build_cpt(config: CPTConfig, *, progress: Progress | None = None, restart: bool = False) -> CPTReport:
     """Build the CPT dataset under ``config.output_dir``; resumable unless ``restart``."""
     out_dir = Path(config.output_dir)
     tick = progress or (lambda *_: None)
     prepared = prepare(config, out_dir)
     report = CPTReport(prepared=prepared.summary())
-    tokenizer = load_tokenizer(config.tokenizer)
+    load_tokenizer(config.tokenizer)  # fail early on a bad path, before any work
     trajs = prepared.train
 
     n_turns = sum(len(t.turns) for t in trajs)
@@ -95,40 +138,37 @@ def build_cpt(config: CPTConfig, *, progress: Progress | None = None, restart: b
     keep_all = batch.keep.tolist() if config.loss_masking else [True] * n_turns
     cats = batch.category.tolist()
 
-    items: list[PackItem] = []
+    jobs: list[Job] = []
+    pos = 0
+    for traj in trajs:
+        k = len(traj.turns)
+        keep, traj_cats = keep_all[pos : pos + k], cats[pos : pos + k]
+        pos += k
+        counts = report.categories[traj.domain]
+        for turn, c, kp in zip(traj.turns, traj_cats, keep):
+            counts[Category(c).name] += 1
+            if loss_skipped(turn):
+                counts["retry_skipped"] += 1
+            elif kp:
+                counts["kept"] += 1
+        chat = trajectory_chat(traj, trajectory_system_prompt(traj, variant=config.system_variant))
+        jobs.append(Job(f"traj:{traj.id}", traj.domain, chat, sorted(loss_turns_of(traj, keep))))
+    for lineno, krec in read_knowledge(config.knowledge):
+        if isinstance(krec, LineError):
+            report.prepared.setdefault("bad_lines", []).append(str(krec))
+            continue
+        key = f"knowledge:{krec.get('id') or lineno}:{hash_text(krec['text'])}"
+        jobs.append(Job(key, krec.get("domain"), knowledge_messages(krec), None))
+        report.knowledge_samples += 1
+
     with ResumeLog(out_dir, "cpt", config, restart=restart) as log:
-        tick("tokenizing", 0, len(trajs))
-        pos = 0
-        for traj in trajs:
-            k = len(traj.turns)
-            keep, traj_cats = keep_all[pos : pos + k], cats[pos : pos + k]
-            pos += k
-            counts = report.categories[traj.domain]
-            for turn, c, kp in zip(traj.turns, traj_cats, keep):
-                counts[Category(c).name] += 1
-                if loss_skipped(turn):
-                    counts["retry_skipped"] += 1
-                elif kp:
-                    counts["kept"] += 1
-            key = f"traj:{traj.id}"
-            rec = log.done.get(key)
-            if rec is None:
-                chat = trajectory_chat(traj, trajectory_system_prompt(traj, variant=config.system_variant))
-                tok = tokenize_chat(tokenizer, chat, loss_turns_of(traj, keep))
-                rec = log.add(key, {"domain": traj.domain, "input_ids": tok.input_ids, "loss_mask": tok.loss_mask})
-            items.append(PackItem(key, rec["input_ids"], rec["loss_mask"]))
+        todo = [j for j in jobs if j.key not in log.done]
+        tick("tokenizing", 0, len(jobs))
+        tick("tokenizing", len(jobs) - len(todo), None)
+        for key, domain, ids, mask in tokenize_jobs(config.tokenizer, todo, config.workers):
+            log.add(key, {"domain": domain, "input_ids": ids, "loss_mask": mask})
             tick("tokenizing", 1, None)
-        for lineno, krec in read_knowledge(config.knowledge):
-            if isinstance(krec, LineError):
-                report.prepared.setdefault("bad_lines", []).append(str(krec))
-                continue
-            key = f"knowledge:{krec.get('id') or lineno}:{hash_text(krec['text'])}"
-            rec = log.done.get(key)
-            if rec is None:
-                tok = tokenize_chat(tokenizer, knowledge_messages(krec))
-                rec = log.add(key, {"domain": krec.get("domain"), "input_ids": tok.input_ids, "loss_mask": tok.loss_mask})
-            items.append(PackItem(key, rec["input_ids"], rec["loss_mask"]))
-            report.knowledge_samples += 1
+        items = [PackItem(j.key, log.done[j.key]["input_ids"], log.done[j.key]["loss_mask"]) for j in jobs]
 
     kept_items = []
     for item in items:
