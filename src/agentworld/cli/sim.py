@@ -138,9 +138,10 @@ def serve(
     from agentworld.sim.sessions import Limits, SessionManager
 
     sc, _ = _scenario_and_checks(scenario, trajectory, record_id, tools, world, question)
+    spec = _perturbations(perturbations)
     wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain, concurrency=concurrency)
     limits = Limits(max_sessions=max_sessions, max_inflight=max_inflight, max_waiting=max_waiting)
-    manager = SessionManager(wm, sc, perturbations=_perturbations(perturbations), config=_gen(temperature, max_tokens),
+    manager = SessionManager(wm, sc, perturbations=spec, config=_gen(temperature, max_tokens),
                              limits=limits, resample=resample, record=record)
     console.print(f"simulating [bold]{sc.domain}[/] scenario {sc.id!r} with {wm.model_id} on http://{host}:{port}")
     uvicorn.run(create_app(manager), host=host, port=port, log_level="warning")
@@ -161,13 +162,14 @@ def mcp(
     from agentworld.sim.mcp_facade import SimulatedToolServer
 
     sc, _ = _scenario_and_checks(scenario, trajectory, record_id, tools, None, None)
-    wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
-    try:
-        facade = SimulatedToolServer(SimEnv(wm, sc, perturbations=_perturbations(perturbations), resample=resample), seed=seed)
-    except ValueError as exc:
-        raise fail(str(exc), "pass --tools, or a --trajectory that declares tools") from None
+    spec = _perturbations(perturbations)
     if transport not in ("stdio", "http"):
         raise fail(f"unknown transport {transport!r}", "use stdio or http")
+    wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
+    try:
+        facade = SimulatedToolServer(SimEnv(wm, sc, perturbations=spec, resample=resample), seed=seed)
+    except ValueError as exc:
+        raise fail(str(exc), "pass --tools, or a --trajectory that declares tools") from None
     if transport == "stdio":
         asyncio.run(facade.serve_stdio())
     elif transport == "http":
@@ -203,8 +205,9 @@ def run(
         acts = load_actions(actions, record_id)
     except InputError as exc:
         raise fail(str(exc), "give a trajectory JSONL or a JSON list of actions") from None
+    spec = _perturbations(perturbations)
     wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
-    env = SimEnv(wm, sc, perturbations=_perturbations(perturbations), config=_gen(temperature, max_tokens),
+    env = SimEnv(wm, sc, perturbations=spec, config=_gen(temperature, max_tokens),
                  resample=resample, checks=checks)
     from agentworld.models import CacheMiss
 
@@ -244,9 +247,11 @@ def replay(
     except InputError as exc:
         raise fail(str(exc)) from None
     wm = _world_model(backend, model, path, adapter, source, base_url, cache, "replay", domain=traj.domain)
+    from agentworld.models import CacheMiss
+
     try:
         n = replay_episode(wm, traj)
-    except ReplayMismatch as exc:
+    except (ReplayMismatch, CacheMiss) as exc:
         raise fail(str(exc), "the cache, backend flags or prompt version differ from the recording") from None
     console.print(f"[green]replayed {n} turn(s) exactly[/]")
 
