@@ -100,3 +100,14 @@ async def test_websocket_session(terminal_wm, tmp_path):
         assert manager.sessions == {}
     [traj] = read_trajectories(tmp_path / "sessions.jsonl", strict=True).items
     assert traj.provenance.source == "sim" and traj.num_turns == 1 and '"pwd\\n"' in traj.turns[0].action
+
+
+async def test_idle_sessions_expire_and_resets_keep_the_session(terminal_wm):
+    manager = _manager(terminal_wm, idle_timeout_s=3600)
+    sid, _ = await manager.reset(seed=1)
+    await manager.step(sid, ks("pwd\n"))
+    again, res = await manager.reset(session_id=sid, seed=2)
+    assert again == sid and manager.state(sid)["step_count"] == 0 and res.observation == PROMPT
+    manager.limits.idle_timeout_s = 0.0
+    await manager.reset()  # any new request sweeps sessions idle for longer than the limit
+    assert sid not in manager.sessions and len(manager.sessions) == 1
