@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import time
 from pathlib import Path
 
@@ -52,13 +53,14 @@ def main() -> None:
     items = turn_source(args.turns)
     chars = sum(len(a) + len(o) for _, _, a, o in items) / len(items)
     cores = resolve_workers(0)
-    print(f"{len(items):,} turns, {chars:.0f} chars per turn on average, {cores} cores")
+    load = os.getloadavg()[0]
+    print(f"{len(items):,} turns, {chars:.0f} chars per turn on average, {cores} cores, load average {load:.1f}")
     one = measure(items, 1, args.chunk_size)
     many = measure(items, cores, args.chunk_size)
     print(f"{'workers':>8} {'turns/s':>12} {'1M turns':>10}")
     print(f"{1:>8} {one:>12,.0f} {1e6 / one:>9.1f}s")
     print(f"{cores:>8} {many:>12,.0f} {1e6 / many:>9.1f}s")
-    print(f"speed-up with {cores} workers: {many / one:.2f}x")
+    print(f"speed-up with {cores} workers: {many / one:.2f}x (bounded by the load average on shared machines)")
 
 
 if __name__ == "__main__":

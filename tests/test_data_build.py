@@ -232,3 +232,24 @@ def test_tokenizing_in_worker_processes_gives_the_same_samples(tiny: Path) -> No
     one = sorted(tokenize_jobs(str(tiny), jobs, 1, batch_size=1))
     many = sorted(tokenize_jobs(str(tiny), jobs, 2, batch_size=1))
     assert one == many and len(one) == len(jobs)
+
+
+def test_sft_backend_and_scorer_from_the_config(tmp_path: Path, data_dir: Path, tiny: Path) -> None:
+    # a random tiny model as the rollout source: the real generation path, judged by rules
+    cfg = SFTConfig(
+        inputs=[str(data_dir)],
+        output_dir=str(tmp_path / "sft-hf"),
+        backend="hf",
+        backend_options={"path": str(tiny)},
+        k=2,
+        max_tokens=8,
+        max_queries=2,
+        temperature=0.0,
+    )
+    report = build_sft(cfg)
+    counts = report.per_domain["terminal"]
+    assert counts["queries"] == 2 and counts["rollouts"] == 4 and counts["errors"] == 0
+    rows = Dataset.from_parquet(str(tmp_path / "sft-hf" / "train.parquet")) if counts["kept"] else []
+    assert len(rows) == counts["kept"] <= 2
+    log = [json.loads(x) for x in (tmp_path / "sft-hf" / "sft.log.jsonl").read_text().splitlines()]
+    assert len(log) == 2 and all(len(r["candidates"]) == 2 for r in log)
