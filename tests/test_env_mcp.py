@@ -16,7 +16,16 @@ from typer.testing import CliRunner
 from agentworld.bench.format import load_bench_dir
 from agentworld.cli import app
 from agentworld.envs import make, record_episode, registered
-from agentworld.envs.mcp import SERVER_NAMES, McpEnv, McpHub, make_task, missing_servers, run_scripted, server_spec
+from agentworld.envs.mcp import (
+    SERVER_NAMES,
+    TEMPLATES,
+    McpEnv,
+    McpHub,
+    make_task,
+    missing_servers,
+    run_scripted,
+    server_spec,
+)
 from agentworld.envs.mcp.servers import ServerSpec, confined_argv, server_env
 
 pytestmark = pytest.mark.timeout(300)
@@ -38,6 +47,7 @@ def _obs(step_obs: str) -> dict:
     return json.loads(step_obs)
 
 
+@pytest.mark.slow
 def test_all_servers_start_and_list_their_tools(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     for sub in ("files", "site", "repo"):
@@ -166,7 +176,7 @@ def test_registered_and_seeded() -> None:
     assert isinstance(make("mcp-v1"), McpEnv)
     a, b = make_task(11), make_task(11)
     assert a.template == b.template and a.options == b.options and a.description == b.description
-    assert {make_task(s).template for s in range(40)} == set(make_task.__globals__["TEMPLATES"])
+    assert {make_task(s).template for s in range(40)} == set(TEMPLATES)
 
 
 @pytest.mark.slow
