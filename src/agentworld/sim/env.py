@@ -11,6 +11,7 @@ sessions at once.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -22,6 +23,9 @@ from agentworld.sim.ledger import Conflict, LedgerState, rules_for
 from agentworld.sim.perturb import Injection, PerturbationSpec, apply_mechanical
 from agentworld.sim.scenario import Scenario
 from agentworld.trajectory import Provenance, Trajectory, Turn
+
+#: an extra validator of a candidate observation: ``(action, observation) -> conflicts``
+Check = Callable[[str, str], list[Conflict]]
 
 #: what a step shows when the world model failed (the step is truncated, not made up)
 FAILED = "[simulator error: the world model gave no valid observation]"
@@ -69,7 +73,7 @@ class SimEnv(Env):
         config: GenerationConfig | None = None,
         resample: int = 0,
         use_ledger: bool = True,
-        checks: list[Any] | None = None,
+        checks: list[Check] | None = None,
         session_id: str | None = None,
     ):
         self.wm = world_model
