@@ -191,3 +191,22 @@ def test_collect_cli_writes_bench_and_resumes(tmp_path: Path) -> None:
     assert {s.trajectory_id for s in bench.samples} == {"mcp-test-1000000", "mcp-test-1000001"}
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and "0 recorded, 3 already there" in " ".join(again.output.split())
+
+
+@pytest.mark.slow
+def test_committed_benchmark_trajectories_replay(env: McpEnv) -> None:
+    """The recorded ground truth in benchmarks/local still matches the real servers."""
+    from agentworld.trajectory import read_trajectories
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "local" / "trajectories" / "mcp.jsonl"
+    trajs = read_trajectories(path, strict=True).items
+    picked = {}
+    for t in trajs:
+        if t.provenance.task in ("git", "memory", "filesystem") and t.provenance.split == "test":
+            picked.setdefault(t.provenance.task, t)
+    assert len(picked) == 3
+    for traj in picked.values():
+        task = make_task(traj.provenance.seed, traj.provenance.task)
+        replay = record_episode(env, [t.action for t in traj.turns], trajectory_id="r", options=task.reset_options())
+        assert [t.observation for t in replay.turns] == [t.observation for t in traj.turns], traj.id
+        assert replay.tools == traj.tools and replay.initial_state == traj.initial_state
