@@ -13,7 +13,7 @@ from rich.table import Table
 
 from agentworld.bench.format import load_bench_dir, write_bench_dir
 from agentworld.bench.select import TurnPolicy, trajectories_to_samples
-from agentworld.cli._common import fail, out, progress, report_line_errors
+from agentworld.cli._common import console, fail, out, progress, report_line_errors
 from agentworld.jsonl import JsonlError
 from agentworld.trajectory import Trajectory, read_trajectories
 
@@ -255,6 +255,8 @@ def build(
         raise fail(str(exc), "lower the near-duplicate threshold or deduplicate the inputs") from None
     except FileNotFoundError as exc:
         raise fail(str(exc), "check inputs, knowledge and tokenizer paths in the config") from None
+    except ImportError as exc:
+        raise fail(f"building datasets needs {exc.name or 'an optional dependency'}", "pip install 'agentworld[train]'") from None
     _print_build_report(kind, report.to_dict())
 
 
@@ -277,6 +279,8 @@ _REPORT_ORDER = ("trajectories", "queries", "rollouts", "valid", "passed", "kept
 
 def _print_build_report(kind: BuildKind, rep: dict) -> None:
     prep = rep["prepared"]
+    for line in prep.get("bad_lines", [])[:10]:
+        console.print(f"[yellow]skipped[/] {line}")
     out.print(f"trajectories: {prep['train_trajectories']} train, {prep['test_trajectories']} held out")
     dropped = defaultdict(int)
     for counts in prep["filters"].values():
