@@ -129,3 +129,13 @@ def test_exit_terminates_and_registry_and_recording() -> None:
     assert "shell_exited" in traj.turns[1].metadata["events"]
     assert "Debian" in (traj.initial_state or "")
     assert json.loads(traj.turns[0].action)[0]["keystrokes"] == "echo hi\n"
+
+
+def test_fork_copies_files_into_an_independent_episode(env: TerminalEnv) -> None:
+    env.reset()
+    step(env, ("mkdir -p proj && echo v1 > proj/state.txt\n", 3))
+    with env.fork() as child:
+        r = step(child, ("cat proj/state.txt && echo v2 > proj/state.txt\n", 3))
+        assert r.observation == f"{PROMPT} cat proj/state.txt && echo v2 > proj/state.txt\nv1\n{PROMPT}"
+        assert child.initial_state == env.initial_state
+    assert step(env, ("cat proj/state.txt\n", 3)).observation.split("\n")[1] == "v1"

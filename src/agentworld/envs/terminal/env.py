@@ -157,6 +157,24 @@ class TerminalEnv(Env):
                 "fullscreen": after.alternate, "events": self._events(after)}
         return Step(obs, 0.0, after.dead, self._truncated(), info)
 
+    def fork(self) -> TerminalEnv:
+        """A second live episode whose files equal this one's now, with a fresh shell in
+        /workspace (shell variables, history and running processes are not copied)."""
+        if self.sandbox is None or self.task is None:
+            raise RuntimeError("call reset() before fork()")
+        child = TerminalEnv(self.config, rootfs=self.rootfs)
+        child.task, child.initial_state = self.task, self.initial_state
+        child.sandbox = self.sandbox.fork()
+        try:
+            child.pane = TmuxPane(child.sandbox, width=self.config.width, height=self.config.height, env=self.task.env)
+            child._t0 = time.monotonic()
+            child._wait_prompt("", 10.0)
+            child._usage = child.sandbox.usage()
+        except BaseException:
+            child.close()
+            raise
+        return child
+
     def context(self) -> dict[str, Any]:
         return {"task_description": self.task.description if self.task else "",
                 "initial_state": self.initial_state or None}
