@@ -133,11 +133,21 @@ def test_examples_pass_the_filters() -> None:
     assert rep.total("trajectories_kept") == len(trajs)
 
 
+def _name(n: int) -> str:
+    """Letters only: fingerprints mask digits, so numbered names would all look alike."""
+    s = ""
+    while True:
+        s = chr(97 + n % 26) + s
+        n //= 26
+        if not n:
+            return s
+
+
 def _family(prefix: str, n: int, k: int = 10) -> list[Trajectory]:
     out = []
     for i in range(n):
-        turns = [(f"cmd {prefix} {j}", f"out {prefix} {j}") for j in range(k)]
-        turns[-1] = (f"final {prefix} {i}", f"variant {i}")  # 9 of 10 turns shared: jaccard 9/11
+        turns = [(f"cmd {prefix} {_name(j)}", f"out {prefix} {_name(j)}") for j in range(k)]
+        turns[-1] = (f"final {prefix} {_name(i)}", f"variant {_name(i)}")  # 9 of 10 turns shared: jaccard 9/11
         out.append(traj(f"{prefix}-{i}", "terminal", turns))
     return out
 
@@ -145,15 +155,15 @@ def _family(prefix: str, n: int, k: int = 10) -> list[Trajectory]:
 def test_split_by_trajectory_keeps_near_duplicates_together() -> None:
     trajs = []
     for f in range(40):
-        trajs += _family(f"fam{f}", 3)
+        trajs += _family(f"fam{_name(f)}", 3)
     for i in range(100):
-        trajs.append(traj(f"solo-{i}", "terminal", [(f"echo {i}", str(i)), ("pwd", "/workspace")]))
+        trajs.append(traj(f"solo-{i}", "terminal", [(f"echo {_name(i)}", _name(i)), ("pwd", "/workspace")]))
     split = split_trajectories(trajs, test_fraction=0.3, seed=1)
     assert len(split.train) + len(split.test) == len(trajs)
     assert 0.15 < len(split.test) / len(trajs) < 0.45
     side = {t.id: "test" for t in split.test} | {t.id: "train" for t in split.train}
     for f in range(40):
-        assert len({side[f"fam{f}-{i}"] for i in range(3)}) == 1
+        assert len({side[f"fam{_name(f)}-{i}"] for i in range(3)}) == 1
     rep = check_leakage(split.train, split.test)
     assert rep.ok
     # "pwd" -> "/workspace" is shared vocabulary: counted, not leakage
@@ -169,3 +179,7 @@ def test_leakage_check_catches_a_naive_turn_split() -> None:
     assert not rep.ok and rep.near_duplicates[0][:2] == ("dup-1", "dup-0")
     rep = check_leakage([fam[0]], [fam[0]])
     assert rep.shared_ids == ["dup-0"]
+    # a rerun of the same episode differs only in runtime numbers (pid, time): still a duplicate
+    a = traj("run-a", "terminal", [("sleep 1 &", "[1] 4242"), ("date +%s", "1764451200"), ("ps", "4242 sleep")])
+    b = traj("run-b", "terminal", [("sleep 1 &", "[1] 5151"), ("date +%s", "1764451299"), ("ps", "5151 sleep")])
+    assert not check_leakage([a], [b]).ok

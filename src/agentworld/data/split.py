@@ -2,7 +2,7 @@
 
 Two trajectories are near-duplicates when the Jaccard similarity of their turn
 fingerprint sets reaches ``near_duplicate`` (a fingerprint is a hash of the
-whitespace-normalised, lowercased action and observation). Near-duplicates are grouped
+whitespace-normalised, lowercased action and observation with digits masked). Near-duplicates are grouped
 (union-find) and a whole group goes to one side, chosen by a seeded hash of the group's
 smallest id, so adding trajectories never moves the others. :func:`check_leakage` then
 verifies a split independently: no trajectory id on both sides and no test trajectory
@@ -13,6 +13,7 @@ counted for information; they are the environment's vocabulary, not leakage.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,8 +22,17 @@ from agentworld.seeding import unit_hash
 from agentworld.trajectory import Trajectory
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def _canonical(text: str) -> str:
+    # Runtime metadata (PIDs, timestamps, sizes, temp names) differs between reruns of the
+    # same episode; masking digits keeps such reruns recognisable as duplicates.
+    return _DIGITS.sub("0", " ".join(text.lower().split()))
+
+
 def turn_fingerprint(action: str, observation: str) -> bytes:
-    text = " ".join(action.lower().split()) + "\x1e" + " ".join(observation.lower().split())
+    text = _canonical(action) + "\x1e" + _canonical(observation)
     return hashlib.blake2b(text.encode(), digest_size=8).digest()
 
 
