@@ -84,8 +84,8 @@ class TerminalConfig:
     max_lines: int = 200
     """Longest observation; a command printing more shows its last lines, like a screen."""
     poll_s: float = 0.02
-    settle_s: float = 0.03
-    """Wait after the prompt is back so the prompt itself is drawn."""
+    settle_s: float = 0.01
+    """Wait after the prompt is drawn before reading the screen."""
     max_steps: int = 100
     episode_seconds: float = 900.0
     """Wall time of one episode; after it, steps report ``truncated``."""
@@ -200,7 +200,9 @@ class TerminalEnv(Env):
             st = self.pane.state()
             if st.dead:
                 return None
-            if early and st.title != title and self._at_prompt(st):
+            # The title changes just before bash draws the prompt: wait for the prompt
+            # text itself (cursor off column 0), then a moment for the screen to settle.
+            if early and st.title != title and self._at_prompt(st) and (st.cursor_x > 0 or time.monotonic() >= deadline):
                 time.sleep(self.config.settle_s)
                 return st.title
             if time.monotonic() >= deadline:

@@ -36,6 +36,7 @@ class PaneState:
     dead: bool
     history: int
     cursor_y: int
+    cursor_x: int
     alternate: bool
     """A full-screen program (vim, less, top) holds the alternate screen."""
 
@@ -49,7 +50,7 @@ class TmuxPane:
     """Start, type into, and read one sandboxed shell pane."""
 
     # tmux prints control characters as "_", so fields are split on "|" with the free-text title last.
-    _FORMAT = "#{pane_current_command}|#{pane_dead}|#{history_size}|#{cursor_y}|#{alternate_on}|#{pane_title}"
+    _FORMAT = "#{pane_current_command}|#{pane_dead}|#{history_size}|#{cursor_y}|#{cursor_x}|#{alternate_on}|#{pane_title}"
 
     def __init__(self, sandbox: Sandbox, *, width: int = 160, height: int = 40, history: int = 5000,
                  env: dict[str, str] | None = None, cwd: str = "/workspace"):
@@ -79,8 +80,8 @@ class TmuxPane:
 
     def state(self) -> PaneState:
         out = self._tmux("display-message", "-p", "-t", "main", self._FORMAT).rstrip("\n")
-        cmd, dead, hist, cy, alt, title = out.split("|", 5)
-        return PaneState(title, cmd, dead == "1", int(hist or 0), int(cy or 0), alt == "1")
+        cmd, dead, hist, cy, cx, alt, title = out.split("|", 6)
+        return PaneState(title, cmd, dead == "1", int(hist or 0), int(cy or 0), int(cx or 0), alt == "1")
 
     def send(self, args: list[str]) -> None:
         self._tmux(args[0], "-t", "main", *args[1:])
