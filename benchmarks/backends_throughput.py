@@ -3,12 +3,13 @@
 Prints tokens/s (generated tokens over wall time) for:
 
 - the baseline: plain ``model.generate`` at batch 1 in fp32;
-- the ``smol`` backend single-stream in each precision (fp32, bf16 weights, bf16 autocast);
-- the ``smol`` backend with ``--batch`` concurrent requests (dynamic batching);
+- the ``smol`` backend in each precision (fp32, bf16 weights, bf16 autocast), single-stream
+  and with ``--batch`` concurrent requests (dynamic batching);
 - ``agentworld serve --backend smol`` under 1, 4 and 16 concurrent OpenAI clients.
 
-Every figure is also shown as a ratio to the baseline measured in the same run, which
-is what to compare across machines (absolute numbers depend on what else runs).
+Settings take turns in interleaved rounds and the best round of each is kept, so load
+from other processes hits them alike. Every figure is also shown as a ratio to the
+baseline measured in the same run: compare ratios across machines, not absolute numbers.
 
     python benchmarks/backends_throughput.py            # full run
     python benchmarks/backends_throughput.py --quick    # fewer tokens and clients
@@ -22,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 
 import httpx
 
@@ -38,52 +40,57 @@ def prompt(i: int) -> list[dict[str, str]]:
     return build_messages(build_system_prompt("terminal"), HISTORY, action)
 
 
-def baseline(max_tokens: int, repeats: int) -> float:
+class Baseline:
     """Plain transformers generate, batch 1, fp32, greedy: the figure to beat."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = converted_checkpoint()
-    tok = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
-    tokens, elapsed = 0, 0.0
-    for i in range(repeats + 1):
-        text = tok.apply_chat_template(prompt(i), add_generation_prompt=True, tokenize=False)
-        enc = tok(text, return_tensors="pt", add_special_tokens=False)
+    def __init__(self) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        folder = converted_checkpoint()
+        self.torch = torch
+        self.tok = AutoTokenizer.from_pretrained(folder)
+        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+
+    def __call__(self, i: int, max_tokens: int) -> tuple[int, float]:
+        text = self.tok.apply_chat_template(prompt(i), add_generation_prompt=True, tokenize=False)
+        enc = self.tok(text, return_tensors="pt", add_special_tokens=False)
         start = time.perf_counter()
-        with torch.inference_mode():
-            out = model.generate(**enc, max_new_tokens=max_tokens, do_sample=False)
-        if i:  # the first call warms up
-            elapsed += time.perf_counter() - start
-            tokens += out.shape[1] - enc["input_ids"].shape[1]
-    return tokens / elapsed
+        with self.torch.inference_mode():
+            out = self.model.generate(**enc, max_new_tokens=max_tokens, do_sample=False)
+        return out.shape[1] - enc["input_ids"].shape[1], time.perf_counter() - start
 
 
-async def run_clients(wm: WorldModel, clients: int, rounds: int, config: GenerationConfig) -> float:
-    """Aggregate tokens/s of ``clients`` concurrent callers, ``rounds`` requests each."""
-    requests = [prompt(i) for i in range(clients * rounds)]
-    await wm.predict(prompt(999), config)  # warm-up
+async def run_clients(wm: WorldModel, clients: int, rounds: int, config: GenerationConfig, offset: int = 0) -> tuple[int, float]:
+    """Generated tokens and wall time of ``clients`` concurrent callers, ``rounds`` requests each."""
+    requests = [prompt(offset + i) for i in range(clients * rounds)]
     start = time.perf_counter()
     tokens = 0
     async for _, preds in wm.map(requests, config):
         if preds[0].error:
             raise RuntimeError(preds[0].error)
         tokens += sum(p.completion_tokens or 0 for p in preds)
-    return tokens / (time.perf_counter() - start)
+    return tokens, time.perf_counter() - start
 
 
-def single_stream(precision: str, max_tokens: int, repeats: int) -> float:
-    backend = load_backend("smol", precision=precision)
-    return asyncio.run(run_clients(WorldModel(backend, concurrency=1), 1, repeats, GenerationConfig(max_tokens=max_tokens)))
+Setting = Callable[[int], Awaitable[tuple[int, float]]]
 
 
-def batched(batch: int, max_tokens: int, rounds: int) -> float:
-    backend = load_backend("smol", max_batch=batch)
-    wm = WorldModel(backend, concurrency=batch)
-    return asyncio.run(run_clients(wm, batch, rounds, GenerationConfig(max_tokens=max_tokens)))
+async def interleaved(settings: dict, rounds: int) -> dict:
+    """Best tokens/s of each setting over ``rounds`` rounds that take turns, so a burst of
+    load from other processes hits every setting alike instead of whichever ran then."""
+    for run in settings.values():
+        await run(10_000)  # warm-up
+    best = dict.fromkeys(settings, 0.0)
+    for r in range(rounds):
+        for name, run in settings.items():
+            tokens, seconds = await run(r)
+            best[name] = max(best[name], tokens / seconds)
+    return best
 
 
 def served(clients: list[int], max_tokens: int, rounds: int) -> dict[int, float]:
+    """Best aggregate tokens/s of ``agentworld serve --backend smol`` per client count."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -103,10 +110,12 @@ def served(clients: list[int], max_tokens: int, rounds: int) -> dict[int, float]
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("agentworld serve did not start") from None
                 time.sleep(0.5)
-        out = {}
+        config = GenerationConfig(max_tokens=max_tokens)
+        settings = {}
         for c in clients:
             wm = WorldModel(OpenAIBackend("smol", base_url=f"{url}/v1", timeout=600), concurrency=c)
-            out[c] = asyncio.run(run_clients(wm, c, rounds, GenerationConfig(max_tokens=max_tokens)))
+            settings[c] = lambda i, wm=wm, c=c: run_clients(wm, c, 1, config, i * c)
+        out = asyncio.run(interleaved(settings, rounds))
         stats = httpx.get(f"{url}/stats").json()
         print(f"  serve: {stats['batches']} batches, largest {stats['peak_batch_rows']} rows", file=sys.stderr)
         return out
@@ -118,33 +127,38 @@ def served(clients: list[int], max_tokens: int, rounds: int) -> dict[int, float]
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--max-tokens", type=int, default=64)
-    ap.add_argument("--repeats", type=int, default=3, help="timed single-stream calls per setting")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved timed rounds per setting (best is kept)")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--clients", default="1,4,16")
     ap.add_argument("--precisions", default="fp32,bf16,autocast")
-    ap.add_argument("--quick", action="store_true", help="32 tokens, 2 repeats, clients 1,4")
+    ap.add_argument("--quick", action="store_true", help="32 tokens, 2 rounds, batch 4, clients 1,4")
     args = ap.parse_args()
     if args.quick:
-        args.max_tokens, args.repeats, args.clients = 32, 2, "1,4"
+        args.max_tokens, args.rounds, args.batch, args.clients = 32, 2, 4, "1,4"
     converted_checkpoint()  # convert once up front so no timing includes it
-    rows: list[tuple[str, float]] = []
+    config = GenerationConfig(max_tokens=args.max_tokens)
+    base = Baseline()
 
-    def record(name: str, value: float) -> None:
-        rows.append((name, value))
-        print(f"  {name}: {value:.1f} tok/s", file=sys.stderr)
+    async def run_base(i: int) -> tuple[int, float]:
+        return base(i, args.max_tokens)
 
-    record("baseline generate, batch 1, fp32", baseline(args.max_tokens, args.repeats))
+    settings: dict[str, Setting] = {"baseline generate, batch 1, fp32": run_base}
     for precision in args.precisions.split(","):
-        record(f"smol single-stream, {precision}", single_stream(precision, args.max_tokens, args.repeats))
-    record(f"smol batched, {args.batch} concurrent, auto", batched(args.batch, args.max_tokens, 1))
-    for c, value in served([int(c) for c in args.clients.split(",")], args.max_tokens, 1).items():
-        record(f"serve smol, {c} concurrent client{'s' if c > 1 else ''}", value)
+        wm = WorldModel(load_backend("smol", precision=precision, max_batch=args.batch), concurrency=args.batch)
+        settings[f"smol single-stream, {precision}"] = lambda i, wm=wm: run_clients(wm, 1, 1, config, i)
+        settings[f"smol {args.batch} concurrent (batched), {precision}"] = (
+            lambda i, wm=wm: run_clients(wm, args.batch, 1, config, i * args.batch)
+        )
+    results = asyncio.run(interleaved(settings, args.rounds))
+    del settings, base  # free the models before the server loads its own
+    for c, value in served([int(c) for c in args.clients.split(",")], args.max_tokens, args.rounds).items():
+        results[f"serve smol, {c} concurrent client{'s' if c > 1 else ''}"] = value
 
-    base = rows[0][1]
-    width = max(len(name) for name, _ in rows)
+    baseline = next(iter(results.values()))
+    width = max(len(name) for name in results)
     print(f"{'setting':<{width}}  {'tok/s':>8}  {'x baseline':>10}")
-    for name, value in rows:
-        print(f"{name:<{width}}  {value:8.1f}  {value / base:10.2f}")
+    for name, value in results.items():
+        print(f"{name:<{width}}  {value:8.1f}  {value / baseline:10.2f}")
 
 
 if __name__ == "__main__":

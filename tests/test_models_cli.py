@@ -36,7 +36,7 @@ def test_predict_one_turn_of_a_trajectory(tmp_path: Path) -> None:
     assert res.stdout.strip() == "hi"
     cache = tmp_path / "c.sqlite"
     res = runner.invoke(app, [*args, "--json", "-n", "2", "--cache", str(cache)])
-    rows = [json.loads(block) for block in res.stdout.replace("}\n{", "}\x00{").split("\x00")]
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
     assert [r["sample_index"] for r in rows] == [0, 1] and rows[0]["observation"] == "hi"
     res = runner.invoke(app, [*args, "--json", "--cache", str(cache), "--cache-mode", "replay"])
     assert res.exit_code == 0 and json.loads(res.stdout)["cached"] is True

@@ -81,6 +81,18 @@ def test_adapter_changes_model_and_id(ckpt: Path, backend, tmp_path: Path) -> No
     assert any(a != b for a, b in outputs)
 
 
-def test_not_a_checkpoint(tmp_path: Path) -> None:
+def test_not_a_checkpoint(tmp_path: Path, ckpt: Path) -> None:
     with pytest.raises(FileNotFoundError, match="config.json"):
         load_backend("hf", path=tmp_path)
+    with pytest.raises(FileNotFoundError, match="adapter_config.json"):
+        load_backend("hf", path=ckpt, adapter=tmp_path)
+    with pytest.raises(ValueError, match="precision"):
+        load_backend("hf", path=ckpt, precision="fp8")
+
+
+async def test_a_failing_batch_fails_its_callers_not_the_run(ckpt: Path) -> None:
+    backend = load_backend("hf", path=ckpt, precision="fp32")
+    wm = WorldModel(backend, concurrency=4)
+    await backend.aclose()  # the model is gone: every generate fails
+    results = [p async for _, p in wm.map([_msgs(i) for i in range(4)], GenerationConfig(max_tokens=4))]
+    assert all(p[0].error and not p[0].ok for p in results) and wm.stats.failures == 4

@@ -97,7 +97,7 @@ def predict(
     n: int = typer.Option(None, "-n", help="Number of predictions."),
     cache: Path = typer.Option(None, "--cache", help="SQLite response cache file."),
     cache_mode: str = typer.Option("rw", "--cache-mode", help="off | rw | replay"),
-    as_json: bool = typer.Option(False, "--json", help="Print predictions as JSON lines."),
+    as_json: bool = typer.Option(False, "--json", help="Print each prediction as one JSON line."),
     show_reasoning: bool = typer.Option(False, "--reasoning", help="Show the model's reasoning."),
 ) -> None:
     """Predict the next observation for one action, or run an interactive simulated session."""
@@ -132,7 +132,7 @@ def predict(
             preds = asyncio.run(wm.predict(session.messages(action), session.config))
             for pred in preds:
                 if as_json:
-                    out.print_json(pred.model_dump_json())
+                    typer.echo(pred.model_dump_json())
                 else:
                     _show(pred, show_reasoning)
             if all(p.error for p in preds):
