@@ -118,3 +118,16 @@ def test_sweep_removes_sandboxes_of_dead_owners(rootfs: Path, tmp_path: Path) ->
     finally:
         orphan.closed = True
         live.close()
+
+
+def test_rlimit_fallback_without_cgroups(rootfs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a machine whose cgroups are read-only, per-process limits still hold."""
+    from agentworld.envs.sandbox.limits import Cgroup
+
+    monkeypatch.setattr(Cgroup, "create", classmethod(lambda cls, limits: None))
+    with pytest.warns(RuntimeWarning, match="process count not at all"):
+        s = Sandbox(rootfs=rootfs, limits=Limits(memory_mb=300, file_size_mb=1))
+    with s:
+        r = s.run("python3 -c 'x = bytearray(400 << 20)' 2>&1 | tail -n 1; head -c 2M /dev/zero > f; echo rc=$?",
+                  timeout=60)
+        assert r.stdout == "MemoryError\nrc=153\n"  # 128 + SIGXFSZ

@@ -164,14 +164,15 @@ class Cgroup:
 def prlimit_args(limits: Limits, *, memory: bool) -> list[str]:
     """``prlimit`` options for the per-process limits (inherited by every descendant).
 
-    ``memory=True`` adds the address-space and process-count fallbacks used when the
-    sandbox has no cgroup.
+    ``memory=True`` adds the per-process address-space limit used when the sandbox has
+    no cgroup. There is no process-count fallback: the kernel exempts root from
+    RLIMIT_NPROC, so only the cgroup's ``pids.max`` stops a fork bomb.
     """
     mb = 1 << 20
     args = [f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 5}",
             f"--fsize={limits.file_size_mb * mb}", f"--nofile={limits.nofile}", "--core=0"]
     if memory:
-        args += [f"--as={limits.memory_mb * mb}", f"--nproc={limits.pids}"]
+        args.append(f"--as={limits.memory_mb * mb}")
     return args
 
 

@@ -25,6 +25,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,6 +115,10 @@ class Sandbox:
             self.cgroup = Cgroup.create(self.limits)
             if self.cgroup is not None:
                 (self.dir / "cgroup").write_text("".join(f"{d}\n" for d in self.cgroup.dirs))
+            else:
+                warnings.warn("cgroups are not writable here: memory is limited per process and the "
+                              "process count not at all (run as root with /sys/fs/cgroup writable)",
+                              RuntimeWarning, stacklevel=2)
         except BaseException:
             self.close()
             raise
