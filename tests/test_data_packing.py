@@ -77,3 +77,33 @@ def test_resume_log_refuses_a_different_config(tmp_path: Path) -> None:
         ResumeLog(tmp_path, "cpt", CPTConfig(output_dir=str(tmp_path), max_length=128))
     fresh = ResumeLog(tmp_path, "cpt", CPTConfig(output_dir=str(tmp_path), max_length=128), restart=True)
     assert fresh.done == {}
+
+
+def test_knowledge_from_jsonl_and_a_search_corpus(tmp_path: Path) -> None:
+    from agentworld.data.knowledge import knowledge_messages, read_knowledge
+    from agentworld.envs.search.index import CorpusConfig, build_corpus, passages
+    from agentworld.jsonl import LineError
+
+    build_corpus(tmp_path / "corpus", CorpusConfig(sources=["man"], max_pages=2))
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"text": "tar -x extracts", "title": "tar"}\n{"title": "no text"}\n')
+    recs = list(read_knowledge([str(notes), str(tmp_path / "corpus")]))
+    errors = [r for r in recs if isinstance(r, LineError)]
+    good = [r for r in recs if not isinstance(r, LineError)]
+    assert [e.line for e in errors] == [2]
+    assert good[0][1]["text"] == "tar -x extracts"
+    corpus = [r for _, r in good[1:]]
+    assert corpus and all(r["domain"] == "search" and r["url"].startswith("https://") for r in corpus)
+    # the same passages the search index holds
+    import sqlite3
+
+    first_url = corpus[0]["url"]
+    with sqlite3.connect(tmp_path / "corpus" / "pages.sqlite") as db:
+        (page_text,) = db.execute("SELECT text FROM pages WHERE url = ?", (first_url,)).fetchone()
+    assert [r["text"] for r in corpus if r["url"] == first_url] == list(passages(page_text))
+    assert len({k for k, _ in good}) == len(good)  # stable, unique keys
+    assert len(list(read_knowledge([str(tmp_path / "corpus")], 3))) == 3
+    msgs = knowledge_messages(corpus[0])
+    assert msgs[0]["content"].startswith("[search] ") and msgs[1]["content"] == corpus[0]["text"]
+    with pytest.raises(FileNotFoundError):
+        list(read_knowledge([str(tmp_path / "missing")]))

@@ -48,7 +48,10 @@ class CPTConfig(CommonConfig):
     max_length: int = opt(8192, "Tokens per packed row (SmolLM2's context); longer samples are cut (and counted).")
     packing: bool = opt(True, "Pack samples into rows of max_length; position_ids restart per sample.")
     loss_masking: bool = opt(True, "Apply turn-level loss masking (off: every observation is in the loss).")
-    knowledge: list[str] = opt([], "Domain-knowledge JSONL files (text, optional title/domain) as single-turn samples.")
+    knowledge: list[str] = opt(
+        [], "Domain knowledge as single-turn samples: JSONL files (text, optional title/domain) or search corpus folders."
+    )
+    knowledge_limit: int = opt(0, "At most this many knowledge passages (0 = all).")
     system_variant: int = opt(0, "System-prompt wording variant for CPT samples.")
 
 

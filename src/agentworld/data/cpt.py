@@ -10,7 +10,6 @@ as a Hugging Face dataset in Parquet (``train.parquet``) with a JSON report.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing
 from collections import Counter, defaultdict
@@ -27,7 +26,8 @@ from agentworld.data.masking import Category, mask_turns, resolve_workers, traje
 from agentworld.data.packing import PackItem, pack, truncate, unpacked
 from agentworld.data.resume import ResumeLog
 from agentworld.data.source import prepare
-from agentworld.jsonl import LineError, iter_json_lines
+from agentworld.data.knowledge import knowledge_messages, read_knowledge
+from agentworld.jsonl import LineError
 from agentworld.prompts import trajectory_system_prompt
 from agentworld.trajectory import Trajectory
 
@@ -53,23 +53,6 @@ class CPTReport:
         d = {k: v for k, v in self.__dict__.items() if k != "categories"}
         d["categories"] = {dom: dict(c) for dom, c in sorted(self.categories.items())}
         return d
-
-
-def read_knowledge(paths: list[str]) -> Iterator[tuple[int, dict[str, Any] | LineError]]:
-    """Records ``{"text", "title"?, "domain"?}`` from JSONL files, with bad lines as LineError."""
-    for p in paths:
-        for lineno, rec in iter_json_lines(p):
-            if isinstance(rec, dict) and not isinstance(rec.get("text"), str):
-                rec = LineError(str(p), lineno, "a knowledge record needs a string 'text' field")
-            yield lineno, rec
-
-
-def knowledge_messages(rec: dict[str, Any]) -> list[dict[str, str]]:
-    """A passage as one turn: the user names it, the assistant writes it out."""
-    title = rec.get("title") or rec.get("url") or rec.get("source") or "Document"
-    domain = rec.get("domain")
-    prompt = f"[{domain}] {title}" if domain else str(title)
-    return [{"role": "user", "content": prompt}, {"role": "assistant", "content": rec["text"]}]
 
 
 def loss_turns_of(traj: Trajectory, keep: list[bool]) -> set[int]:
@@ -153,12 +136,12 @@ def build_cpt(config: CPTConfig, *, progress: Progress | None = None, restart: b
                 counts["kept"] += 1
         chat = trajectory_chat(traj, trajectory_system_prompt(traj, variant=config.system_variant))
         jobs.append(Job(f"traj:{traj.id}", traj.domain, chat, sorted(loss_turns_of(traj, keep))))
-    for lineno, krec in read_knowledge(config.knowledge):
+    for krec in read_knowledge(config.knowledge, config.knowledge_limit):
         if isinstance(krec, LineError):
             report.prepared.setdefault("bad_lines", []).append(str(krec))
             continue
-        key = f"knowledge:{krec.get('id') or lineno}:{hash_text(krec['text'])}"
-        jobs.append(Job(key, krec.get("domain"), knowledge_messages(krec), None))
+        key, rec = krec
+        jobs.append(Job(key, rec.get("domain"), knowledge_messages(rec), None))
         report.knowledge_samples += 1
 
     with ResumeLog(out_dir, "cpt", config, restart=restart) as log:
@@ -186,10 +169,6 @@ def build_cpt(config: CPTConfig, *, progress: Progress | None = None, restart: b
     report.output = str(write_parquet(out_dir / "train.parquet", [r.to_record() for r in rows]))
     write_report(out_dir, config, report.to_dict())
     return report
-
-
-def hash_text(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 
 def write_parquet(path: Path, records: list[dict[str, Any]]) -> Path:
