@@ -67,7 +67,7 @@ def ensure_rootfs(spec: RootfsSpec | None = None, *, build: bool = True, quiet: 
     if not build:
         raise SandboxUnavailable(
             f"the sandbox root filesystem is not built yet ({path})",
-            "run `agentworld collect terminal --build-rootfs` or `bash scripts/setup.sh` "
+            "run `python -m agentworld.envs.sandbox.rootfs` or `bash scripts/setup.sh` "
             "(needs root, debootstrap and access to a Debian mirror; a few minutes, once)",
         )
     if shutil.which("debootstrap") is None:
