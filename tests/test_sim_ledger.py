@@ -106,3 +106,20 @@ def test_swe_shell_and_editor_tools():
     assert rules.check(state, view, "     1\tdef f():\n     2\t    return 2\n") == []
     assert [c.kind for c in rules.check(state, view, "     1\tdef f():\n     2\t    return 1\n")] == ["file_content"]
     assert [c.kind for c in rules.check(state, bash("cat cfg.py"), "x = 2\n[Command finished with exit code 0]")] == ["file_content"]
+
+
+def test_sql_rows_written_must_be_read_back():
+    state, rules = LedgerState(), rules_for("mcp")
+    q = lambda sql: call("write_query", query=sql)  # noqa: E731
+    rules.update(state, q("INSERT INTO users (id, name) VALUES (1, 'Ada'), (2, 'O''Brien')"), result("2 rows affected"))
+    rules.update(state, q("INSERT INTO users (id, name) VALUES (3, 'Cy')"), result("1 row affected"))
+    rules.update(state, q("DELETE FROM users WHERE id = 3"), result("1 row affected"))
+    assert [r["values"]["name"] for r in state.rows] == ["Ada", "O'Brien"]
+    read = call("read_query", query="SELECT * FROM users")
+    assert rules.check(state, read, result('[{"id": 1, "name": "Ada"}, {"id": 2, "name": "O\'Brien"}]')) == []
+    assert [c.kind for c in rules.check(state, read, result('[{"id": 1, "name": "Ada"}]'))] == ["db_row"]
+    one = call("read_query", query="SELECT name FROM users WHERE id = 2")
+    assert rules.check(state, one, result("O'Brien")) == [] and rules.check(state, one, result("Ada")) != []
+    # Forms whose result is not determined by the ledger are not judged.
+    assert rules.check(state, call("read_query", query="SELECT COUNT(*) FROM users"), result("7")) == []
+    assert rules.check(state, call("read_query", query="SELECT * FROM users LIMIT 1"), result("[]")) == []

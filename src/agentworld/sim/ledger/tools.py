@@ -1,5 +1,7 @@
 """Ledger rules for tool-call domains (mcp, swe): files, created ids, rows, memory.
 
+SQL arguments (a database server's query tool) are read by :mod:`.sql`.
+
 Tools are recognised by their names and argument names, not by a fixed catalogue, so the
 rules work for any declared tool set: a tool whose name says write/create/edit with a path
 and content writes a file; create/add/insert returns an id; delete/remove forgets one;
@@ -12,6 +14,7 @@ import json
 import re
 from typing import Any
 
+from agentworld.sim.ledger import sql as sql_rules
 from agentworld.sim.ledger.base import Conflict, DomainRules, LedgerState, parse_tool_call
 from agentworld.sim.ledger.terminal import TerminalRules
 
@@ -83,6 +86,9 @@ class ToolRules(DomainRules):
         if (cmd := _shell_command(name, args)) is not None:
             self._shell.update(state, cmd, observation)
             return
+        if (sql := sql_rules.sql_of(args)) is not None:
+            sql_rules.update(state, sql)
+            return
         sub, path = args.get("command"), _first(args, _PATH_KEYS)
         if isinstance(path, str) and sub == "create" and isinstance(args.get("file_text"), str):
             state.write(path, args["file_text"])
@@ -117,6 +123,8 @@ class ToolRules(DomainRules):
         payload, is_error = result_payload(observation)
         if (cmd := _shell_command(name, args)) is not None:
             return self._shell.check(state, cmd, observation)
+        if (sql := sql_rules.sql_of(args)) is not None:
+            return [] if is_error else sql_rules.check(state, sql, observation)
         text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
         path = _first(args, _PATH_KEYS)
         found: list[Conflict] = []
