@@ -267,6 +267,8 @@ def drift(
     threshold: float = typer.Option(3.0, "--threshold", help="Rule-score total under which a step diverges."),
     min_factuality: int = typer.Option(3, "--min-factuality", help="Factuality score under which a step diverges."),
     report_path: Path = typer.Option(None, "--report", help="Write the per-step report as JSON."),
+    env_kwargs: str = typer.Option(None, "--env-kwargs", help='JSON keyword arguments for the real env, e.g. \'{"servers": ["git"]}\'.'),
+    reset_options: str = typer.Option(None, "--reset-options", help="JSON options for the real env's reset (workspace files...), or @file.json."),
 ) -> None:
     """Run the same actions in a real environment and in the simulator; score each step."""
     from agentworld.sim import SimEnv
@@ -277,6 +279,15 @@ def drift(
         acts = load_actions(actions, record_id)
     except InputError as exc:
         raise fail(str(exc)) from None
+    try:
+        kwargs = json.loads(env_kwargs) if env_kwargs else {}
+        if reset_options and reset_options.startswith("@"):
+            reset_options = Path(reset_options[1:]).read_text(encoding="utf-8")
+        options = json.loads(reset_options) if reset_options else None
+    except OSError as exc:
+        raise fail(f"cannot read --reset-options: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise fail(f"--env-kwargs/--reset-options must be JSON objects ({exc})") from None
     checks: list[Any] = []
     if env_id == "fictional-search":
         from agentworld.sim.worlds import FictionalSearchEnv, world_check, world_scenario
@@ -290,16 +301,22 @@ def drift(
         checks = [world_check(w)]
     else:
         try:
-            real = make_real_env(env_id)
+            real = make_real_env(env_id, **kwargs)
         except KeyError as exc:
             raise fail(str(exc.args[0]), "pick an id from the list") from None
-        sc = scenario_for(real, real.reset(seed=seed).observation)
+        except TypeError as exc:
+            raise fail(f"bad --env-kwargs for {env_id}: {exc}") from None
+        try:
+            sc = scenario_for(real, real.reset(seed=seed, options=options).observation)
+        except Exception as exc:  # the real env's own failure, shown without a traceback
+            real.close()
+            raise fail(f"the real environment {env_id} failed to reset: {exc}", "check --env-kwargs and --reset-options") from None
     if mode not in ("forced", "free"):
         raise fail(f"unknown mode {mode!r}", "use forced or free")
     wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
     try:
         report = measure_drift(real, SimEnv(wm, sc, checks=checks), acts, env_name=env_id, seed=seed, mode=mode,
-                               threshold=threshold, min_factuality=min_factuality)  # type: ignore[arg-type]
+                               threshold=threshold, min_factuality=min_factuality, options=options)  # type: ignore[arg-type]
     finally:
         real.close()
     table = Table("turn", "score", "diverged", "conflicts", "action", title=f"drift: {env_id} ({mode})")

@@ -12,7 +12,7 @@ right), the simulator's ledger flagged a contradiction, or the prediction failed
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -98,12 +98,14 @@ def measure_drift(
     mode: Literal["forced", "free"] = "forced",
     threshold: float = 3.0,
     min_factuality: int = 3,
+    options: dict[str, Any] | None = None,
 ) -> DriftReport:
-    """Run ``actions`` in both environments (both reset first) and score every step."""
+    """Run ``actions`` in both environments (both reset first; ``options`` go to the real
+    env's reset) and score every step."""
     from agentworld.judge import RuleScorer
 
     scorer = RuleScorer()
-    real.reset(seed=seed)
+    real.reset(seed=seed, options=options)
     sim.reset(seed=seed)
     report = DriftReport(env=env_name or type(real).__name__, mode=mode, threshold=threshold)
     prompts: list[str] = []
