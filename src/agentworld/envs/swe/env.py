@@ -21,7 +21,8 @@ from agentworld.envs.swe.editor import Editor, SandboxFiles, ToolError
 from agentworld.envs.swe.tools import TOOLS, Bash, parse_action
 from agentworld.seeding import keyed_rng
 
-FAILED_RE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
+# pytest's short summary: "FAILED tests/test_x.py::test_y[param] - AssertionError: ..."
+FAILED_RE = re.compile(r"^(?:FAILED|ERROR) (\S+?\.py(?:::.+?)?)(?: - .*)?$", re.M)
 
 
 class NoBugFound(RuntimeError):

@@ -30,6 +30,8 @@ def repair_actions(env: SweEnv, seed: int) -> Iterator[str]:
     repo = spec.guest_path
     path = f"{repo}/{m.file}"
     failing = bug.failing_tests[0] if bug.failing_tests else None
+    # Node ids go through the shell quoted (parametrized ids hold brackets, spaces, %...).
+    node = shlex.quote(failing) if failing else None
     text = env.sandbox.read_file(path)
     lines = text.split("\n")
 
@@ -46,7 +48,7 @@ def repair_actions(env: SweEnv, seed: int) -> Iterator[str]:
     if rng.random() < 0.5 or failing is None:
         yield tool_call("bash", command=f"cd {repo} && {spec.pytest()} -x 2>&1 | tail -n 40")
     else:
-        yield tool_call("bash", command=f"cd {repo} && {spec.pytest(failing)} 2>&1 | tail -n 50")
+        yield tool_call("bash", command=f"cd {repo} && {spec.pytest(node)} 2>&1 | tail -n 50")
     if failing and rng.random() < 0.5:
         test_file, _, test_name = failing.partition("::")
         func = test_name.split("::")[-1].split("[")[0]  # parametrized ids carry [params]
@@ -55,7 +57,8 @@ def repair_actions(env: SweEnv, seed: int) -> Iterator[str]:
     # 3. Optionally write a reproduction script first.
     repro = failing is not None and rng.random() < 0.3
     if repro:
-        args = ", ".join(json.dumps(a) for a in ["-q", *shlex.split(spec.pytest_opts), failing])
+        stable = failing if "[" not in failing else failing.split("::")[0]  # ids may change with the fix
+        args = ", ".join(json.dumps(a) for a in ["-q", *shlex.split(spec.pytest_opts), stable])
         script = f"import sys\n\nimport pytest\n\nsys.exit(pytest.main([{args}]))\n"
         yield tool_call("str_replace_editor", command="create", path=f"{repo}/reproduce_bug.py", file_text=script)
         yield tool_call("bash", command="python3 reproduce_bug.py 2>&1 | tail -n 15")
@@ -92,7 +95,9 @@ def repair_actions(env: SweEnv, seed: int) -> Iterator[str]:
     if repro:
         yield tool_call("bash", command=f"cd {repo} && python3 reproduce_bug.py 2>&1 | tail -n 5 && rm reproduce_bug.py")
     elif failing:
-        yield tool_call("bash", command=f"cd {repo} && {spec.pytest(failing)}")
+        # A parametrized id can change with the fix (ids derived from values): re-run its file.
+        target = node if "[" not in failing else failing.split("::")[0]
+        yield tool_call("bash", command=f"cd {repo} && {spec.pytest(target)}")
     yield tool_call("bash", command=f"cd {repo} && {spec.pytest()} 2>&1 | tail -n 3")
     if rng.random() < 0.7:
         yield tool_call("bash", command=f"cd {repo} && git diff")
