@@ -253,3 +253,24 @@ def test_sft_backend_and_scorer_from_the_config(tmp_path: Path, data_dir: Path, 
     assert len(rows) == counts["kept"] <= 2
     log = [json.loads(x) for x in (tmp_path / "sft-hf" / "sft.log.jsonl").read_text().splitlines()]
     assert len(log) == 2 and all(len(r["candidates"]) == 2 for r in log)
+
+
+def test_sft_queries_without_an_answer_are_retried_not_logged(tmp_path: Path, data_dir: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on: connections are refused at once
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = SFTConfig(
+        inputs=[str(data_dir)],
+        output_dir=str(tmp_path / "sft-down"),
+        backend="openai",
+        backend_options={"model": "m", "base_url": f"http://127.0.0.1:{port}/v1", "api_key": "x", "max_retries": 0},
+        max_queries=2,
+    )
+    report = build_sft(cfg)
+    assert report.per_domain["terminal"]["failed_queries"] == 2
+    assert len(report.call_errors) == 2 and "Connection" in report.call_errors[0]
+    assert not (tmp_path / "sft-down" / "sft.log.jsonl").exists() or not (
+        tmp_path / "sft-down" / "sft.log.jsonl"
+    ).read_text().strip()

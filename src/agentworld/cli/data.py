@@ -307,3 +307,6 @@ def _print_build_report(kind: BuildKind, rep: dict) -> None:
             table.add_row(m, *(str(c.get(m, 0)) for c in per.values()))
         out.print(table)
     out.print(f"wrote {rep['output']}")
+    if rep.get("call_errors"):
+        console.print(f"[yellow]{len(rep['call_errors'])} queries got no answer:[/] {rep['call_errors'][0]}")
+        console.print("[yellow]hint:[/] check the backend (model, base_url); rerun the same command to retry them")

@@ -57,6 +57,8 @@ class SFTReport:
     rows: int = 0
     prepared: dict[str, Any] = field(default_factory=dict)
     output: str = ""
+    call_errors: list[str] = field(default_factory=list)
+    """Errors of the queries whose every call failed in this run (retried on the next)."""
 
     def retention(self, domain: str | None = None) -> float:
         rows = [self.per_domain[domain]] if domain else list(self.per_domain.values())
@@ -66,7 +68,7 @@ class SFTReport:
     def to_dict(self) -> dict[str, Any]:
         per = {d: {**c, "retention": round(self.retention(d), 4)} for d, c in sorted(self.per_domain.items())}
         return {"per_domain": per, "retention": round(self.retention(), 4), "rows": self.rows,
-                "prepared": self.prepared, "output": self.output}
+                "prepared": self.prepared, "output": self.output, "call_errors": self.call_errors[:20]}
 
 
 _ROW_KEYS = ("prompt", "completion", "score", "judge", "trajectory_id", "turn_idx", "variant")
@@ -76,12 +78,13 @@ def _target(pred: Prediction) -> str:
     return format_observation(pred.observation or "", pred.reasoning)
 
 
-async def judge_query(query: Query, wm: Any, scorer: Any, config: SFTConfig) -> dict[str, Any] | None:
-    """Roll out, score and choose; None when every call failed (retry on resume)."""
+async def judge_query(query: Query, wm: Any, scorer: Any, config: SFTConfig) -> dict[str, Any]:
+    """Roll out, score and choose; ``{"failed": error}`` when every call failed (not
+    logged, so a rerun retries it)."""
     gen = GenerationConfig(n=config.k, temperature=config.temperature, max_tokens=config.max_tokens)
     preds = await wm.predict(sample_messages(query.sample), gen)
     if preds and all(p.error for p in preds):
-        return None
+        return {"failed": preds[0].error}
     judgements = await asyncio.gather(*(scorer.score(query.sample, p) for p in preds))
     candidates = []
     best: int | None = None
@@ -112,27 +115,32 @@ async def judge_query(query: Query, wm: Any, scorer: Any, config: SFTConfig) -> 
 
 async def run_rejection_sampling(
     queries: list[Query], wm: Any, scorer: Any, config: SFTConfig, log: ResumeLog, tick: Progress
-) -> None:
-    """Judge every query not yet in ``log``, ``config.concurrency`` at a time."""
+) -> list[str]:
+    """Judge every query not yet in ``log``, ``config.concurrency`` at a time; returns the
+    errors of queries whose every call failed."""
     todo = [q for q in queries if q.key not in log.done]
     tick("rejection sampling", 0, len(queries))
     tick("rejection sampling", len(queries) - len(todo), None)
     sem = asyncio.Semaphore(max(1, config.concurrency))
 
-    async def one(q: Query) -> tuple[Query, dict[str, Any] | None]:
+    async def one(q: Query) -> tuple[Query, dict[str, Any]]:
         async with sem:
             return q, await judge_query(q, wm, scorer, config)
 
+    errors: list[str] = []
     tasks = [asyncio.ensure_future(one(q)) for q in todo]
     try:
         for fut in asyncio.as_completed(tasks):
             q, rec = await fut
-            if rec is not None:
+            if "failed" in rec:
+                errors.append(rec["failed"])
+            else:
                 log.add(q.key, rec)
             tick("rejection sampling", 1, None)
     finally:
         for t in tasks:
             t.cancel()
+    return errors
 
 
 def default_world_model(config: SFTConfig) -> Any:
@@ -172,7 +180,7 @@ def build_sft(
 
     async def run(log: ResumeLog) -> None:
         try:
-            await run_rejection_sampling(queries, wm, judge, config, log, tick)
+            report.call_errors = await run_rejection_sampling(queries, wm, judge, config, log, tick)
         finally:
             if world_model is None:
                 await wm.aclose()
