@@ -6,7 +6,8 @@ call, so the simulator's own cost is visible rather than drowned in model latenc
 1. raw ``Backend.complete`` on the messages a session would send;
 2. ``WorldModel.predict`` (settings merge, parsing, stats);
 3. ``SimEnv.astep`` in process (prompt with ledger, perturbation plan, checks, record);
-4. ``POST /step`` over real HTTP to ``agentworld sim serve`` (its own process);
+4. ``POST /step`` over real HTTP to ``agentworld sim serve`` (its own process), with a
+   one-write client (and, for comparison, through httpx);
 5. a WebSocket step to the same server;
 then K sessions opened and stepped concurrently over HTTP, counting errors.
 
@@ -76,6 +77,32 @@ def serve(tmp: Path, source: Path, scenario: Scenario, spec: PerturbationSpec, m
     raise RuntimeError(f"the server did not come up: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
 
 
+class RawHttp:
+    """A minimal keep-alive HTTP/1.1 client: one write per request, so the figure is the
+    server's cost and not a client library's (httpx writes a POST in two sends)."""
+
+    def __init__(self, url: str):
+        self.host, self.port = url.removeprefix("http://").split(":")
+
+    async def __aenter__(self) -> RawHttp:
+        self.r, self.w = await asyncio.open_connection(self.host, int(self.port))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.w.close()
+
+    async def call(self, method: str, path: str, body: object = None) -> dict:
+        data = json.dumps(body).encode() if body is not None else b""
+        self.w.write(f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+        await self.w.drain()
+        head = (await self.r.readuntil(b"\r\n\r\n")).decode()
+        if not head.startswith("HTTP/1.1 200"):
+            raise RuntimeError(head.splitlines()[0])
+        size = next(int(line.split(":")[1]) for line in head.split("\r\n") if line.lower().startswith("content-length"))
+        return json.loads(await self.r.readexactly(size))
+
+
 def ms(samples: list[float]) -> str:
     return f"{statistics.mean(samples) * 1000:7.2f} ms (p50 {statistics.median(samples) * 1000:6.2f})"
 
@@ -119,16 +146,25 @@ async def main(steps: int, session_counts: list[int]) -> None:
     try:
         limits = httpx.Limits(max_connections=max(session_counts), max_keepalive_connections=max(session_counts))
         async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+            async with RawHttp(url) as raw_http:
+                sid = None
+
+                async def http_step(i: int) -> None:
+                    nonlocal sid
+                    if i % 20 == 0:
+                        sid = (await raw_http.call("POST", "/reset", {"session_id": sid, "seed": i}))["session_id"]
+                    await raw_http.call("POST", "/step", {"session_id": sid, "action": ks(COMMANDS[i % len(COMMANDS)])})
+                http = await timed(http_step, steps)
+                floor = await timed(lambda i: raw_http.call("GET", "/health"), steps)
+                await raw_http.call("POST", "/close", {"session_id": sid})
             sid = None
 
-            async def http_step(i: int) -> None:
+            async def httpx_step(i: int) -> None:
                 nonlocal sid
                 if i % 20 == 0:
                     sid = (await client.post("/reset", json={"session_id": sid, "seed": i})).json()["session_id"]
-                r = await client.post("/step", json={"session_id": sid, "action": ks(COMMANDS[i % len(COMMANDS)])})
-                r.raise_for_status()
-            http = await timed(http_step, steps)
-            floor = await timed(lambda i: client.get("/health"), steps)
+                (await client.post("/step", json={"session_id": sid, "action": ks(COMMANDS[i % len(COMMANDS)])})).raise_for_status()
+            via_httpx = await timed(httpx_step, steps)
             await client.post("/close", json={"session_id": sid})
 
             from websockets.asyncio.client import connect
@@ -148,6 +184,7 @@ async def main(steps: int, session_counts: list[int]) -> None:
             print(f"  SimEnv.astep             {ms(in_process)}   x{statistics.mean(in_process) / statistics.mean(raw):.2f} of raw")
             print(f"  HTTP POST /step          {ms(http)}   x{statistics.mean(http) / statistics.mean(raw):.2f} of raw")
             print(f"  HTTP GET /health (floor) {ms(floor)}   the HTTP round trip alone, no simulation")
+            print(f"  POST /step through httpx {ms(via_httpx)}   the same step, httpx's client cost included")
             print(f"  WebSocket step           {ms(wsock)}   x{statistics.mean(wsock) / statistics.mean(raw):.2f} of raw")
             print(f"  server overhead per step: HTTP {(statistics.mean(http) - statistics.mean(raw)) * 1000:.2f} ms, "
                   f"WebSocket {(statistics.mean(wsock) - statistics.mean(raw)) * 1000:.2f} ms over the raw call")
