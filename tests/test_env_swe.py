@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -115,3 +116,23 @@ def test_collect_swe_writes_benchmark_samples_and_resumes(tmp_path) -> None:
     assert json.loads(samples[0].current_prompt)["name"] in {"bash", "str_replace_editor"}
     res = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert res.exit_code == 0 and "2 already there" in res.output.replace("\n", " ")
+
+
+@pytest.mark.slow
+def test_committed_benchmark_trajectory_replays_in_the_real_environment() -> None:
+    """The shipped local benchmark is what the environment really prints, today."""
+    path = Path(__file__).parent.parent / "benchmarks" / "local" / "trajectories" / "swe.jsonl"
+    held_out = [t for t in read_trajectories(path) if t.provenance.split == "test"]
+    assert len(held_out) >= 20
+    bench = load_bench_dir(path.parent.parent, domains=["swe"], strict=True)
+    assert len(bench.samples) >= 100
+    assert {s.trajectory_id for s in bench.samples} <= {t.id for t in held_out}
+    traj = min(held_out, key=lambda t: len(t.turns))
+    replay = SweEnv()
+    try:
+        replay.reset(seed=traj.provenance.seed)
+        assert replay.context()["task_description"] == traj.task_description
+        for turn in traj.turns:
+            assert normalize(replay.step(turn.action).observation) == normalize(turn.observation), turn.action
+    finally:
+        replay.close()
