@@ -149,16 +149,19 @@ class Cgroup:
             time.sleep(0.02)
 
     def remove(self) -> None:
-        self.kill_all()
-        for d in self.dirs:
-            for _ in range(50):
-                try:
-                    d.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)
+        for _ in range(3):  # a fork bomb can refill the group between a kill pass and rmdir
+            self.kill_all()
+            for d in self.dirs:
+                for _ in range(50):
+                    try:
+                        d.rmdir()
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        time.sleep(0.02)
+            if not any(d.exists() for d in self.dirs):
+                return
 
 
 def prlimit_args(limits: Limits, *, memory: bool) -> list[str]:
