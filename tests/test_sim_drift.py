@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentworld.envs import record_episode
+from agentworld.envs import make, record_episode
 from agentworld.models import WorldModel, load_backend
 from agentworld.sim import SimEnv
-from agentworld.sim.drift import make_real_env, measure_drift, scenario_for
+from agentworld.sim.drift import measure_drift, scenario_for
 from agentworld.sim.worlds import FictionalSearchEnv, FictionalWorld, build_world, world_check, world_scenario, write_questions
 from agentworld.trajectory import write_trajectories
 
@@ -105,7 +105,7 @@ def test_drift_against_the_real_mcp_filesystem_server(tmp_path: Path):
     recorded_actions = [_call("write_file", path=f"{root}/notes.txt", content="alpha"),
                         _call("read_text_file", path=f"{root}/notes.txt"),
                         _call("list_directory", path=root)]
-    real = make_real_env("mcp-v1", servers=["filesystem"])
+    real = make("mcp-v1", servers=["filesystem"])
     try:
         traj = record_episode(real, recorded_actions, trajectory_id="fs-1", seed=0)
         write_trajectories(tmp_path / "fs.jsonl", [traj])
@@ -142,7 +142,7 @@ def test_drift_against_the_real_terminal(tmp_path: Path):
     ensure_rootfs()
     ks = lambda text: json.dumps([{"keystrokes": text, "duration": 2.0}])  # noqa: E731
     actions = [ks("echo alpha > notes.txt\n"), ks("cat notes.txt\n"), ks("pwd\n")]
-    real = make_real_env("terminal-v1")
+    real = make("terminal-v1")
     try:
         write_trajectories(tmp_path / "term.jsonl", [record_episode(real, actions, trajectory_id="term-1", seed=0)])
         wm = WorldModel(load_backend("retrieval", source=tmp_path / "term.jsonl", domain="terminal"))

@@ -271,8 +271,9 @@ def drift(
     reset_options: str = typer.Option(None, "--reset-options", help="JSON options for the real env's reset (workspace files...), or @file.json."),
 ) -> None:
     """Run the same actions in a real environment and in the simulator; score each step."""
+    from agentworld.envs import make
     from agentworld.sim import SimEnv
-    from agentworld.sim.drift import make_real_env, measure_drift, scenario_for
+    from agentworld.sim.drift import measure_drift, scenario_for
     from agentworld.sim.loading import InputError, load_actions
 
     try:
@@ -301,7 +302,7 @@ def drift(
         checks = [world_check(w)]
     else:
         try:
-            real = make_real_env(env_id, **kwargs)
+            real = make(env_id, **kwargs)
         except KeyError as exc:
             raise fail(str(exc.args[0]), "pick an id from the list") from None
         except TypeError as exc:

@@ -10,6 +10,7 @@ model sees (JSON for structured actions), so a recorded trajectory replays as is
 from __future__ import annotations
 
 import abc
+import importlib
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
@@ -58,11 +59,19 @@ class Env(abc.ABC):
         self.close()
 
 
-_REGISTRY: dict[str, Callable[..., Env]] = {}
+# Environment ids map to a factory or to a lazy "module:attribute" entry point, so the
+# registry knows every built-in environment without importing its (heavy) package.
+_REGISTRY: dict[str, Callable[..., Env] | str] = {
+    "terminal-v1": "agentworld.envs.terminal.env:TerminalEnv",
+    "mcp-v1": "agentworld.envs.mcp.env:McpEnv",
+    "search-v1": "agentworld.envs.search.env:SearchEnv",
+    "swe-v1": "agentworld.envs.swe.env:SweEnv",
+}
 
 
-def register(env_id: str, factory: Callable[..., Env]) -> None:
-    """Register an environment factory under a versioned id such as ``terminal-v1``."""
+def register(env_id: str, factory: Callable[..., Env] | str) -> None:
+    """Register an environment under a versioned id such as ``terminal-v1``; ``factory`` is
+    a callable or a ``"package.module:Class"`` entry point imported on first use."""
     _REGISTRY[env_id] = factory
 
 
@@ -70,7 +79,11 @@ def make(env_id: str, **kwargs: Any) -> Env:
     if env_id not in _REGISTRY:
         known = ", ".join(sorted(_REGISTRY)) or "none registered"
         raise KeyError(f"unknown environment {env_id!r} (known: {known})")
-    return _REGISTRY[env_id](**kwargs)
+    factory = _REGISTRY[env_id]
+    if isinstance(factory, str):
+        module, _, attr = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+    return factory(**kwargs)
 
 
 def registered() -> list[str]:

@@ -61,21 +61,6 @@ class DriftReport(BaseModel):
                 "diverged": len(self.diverged_turns), "first_divergence": self.first_divergence}
 
 
-def make_real_env(env_id: str, **kwargs: object) -> Env:
-    """``agentworld.envs.make`` after importing the env's family package, where real
-    environments register themselves (``mcp-v1`` lives in ``agentworld.envs.mcp``)."""
-    import importlib
-
-    from agentworld.envs import make, registered
-
-    if env_id not in registered():
-        try:
-            importlib.import_module(f"agentworld.envs.{env_id.split('-', 1)[0]}")
-        except ImportError:
-            pass  # make() names the known ids
-    return make(env_id, **kwargs)
-
-
 def scenario_for(real: Env, first_observation: str, **overrides: object) -> Scenario:
     """A scenario built from a real environment's context and its first observation."""
     ctx = real.context()

@@ -4,11 +4,9 @@
 and ``LLMAgent`` drives one through any OpenAI-compatible endpoint.
 """
 
-from agentworld.envs.base import register
 from agentworld.envs.swe.env import Bug, NoBugFound, SweConfig, SweEnv
 from agentworld.envs.swe.repos import REPOS, MissingSourceError, RepoSpec
 from agentworld.envs.swe.tools import TOOLS, tool_call
 
-register("swe-v1", SweEnv)
 
 __all__ = ["REPOS", "TOOLS", "Bug", "MissingSourceError", "NoBugFound", "RepoSpec", "SweConfig", "SweEnv", "tool_call"]
