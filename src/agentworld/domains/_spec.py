@@ -1,7 +1,8 @@
 """What every domain module declares: the knowledge that differs by domain.
 
 Prompt wording, action format and observation format live here (one module per
-domain); the rule verifiers for a domain live in ``agentworld.judge.rules``.
+domain); the offline rule scorer for a domain lives in ``agentworld.judge.rules.<domain>``
+and the executable RL verifiers in ``agentworld.judge.verifiers``.
 """
 
 from __future__ import annotations
