@@ -7,22 +7,8 @@ from pathlib import Path
 
 import typer
 
-from agentworld.cli._common import console, fail
-from agentworld.cli.collect._app import app
-
-TEST_SEED_BASE = 1_000_000
-"""Held-out episodes draw seeds from here on, so they never share a seed with training ones."""
-
-
-def swe_jobs(episodes: int, test_episodes: int, start: int = 0) -> list:
-    """Training jobs on seeds ``start..``, held-out jobs on ``TEST_SEED_BASE + start..``."""
-    from agentworld.envs.collect import EpisodeJob
-
-    jobs = [EpisodeJob(f"swe-train-{start + i}", start + i, "train", "repair") for i in range(episodes)]
-    jobs += [EpisodeJob(f"swe-test-{start + i}", TEST_SEED_BASE + start + i, "test", "repair")
-             for i in range(test_episodes)]
-    return jobs
-
+from agentworld.cli._common import fail
+from agentworld.cli.collect._app import app, run_and_report, split_jobs
 
 @app.command("swe")
 def collect_swe(
@@ -41,7 +27,6 @@ def collect_swe(
     download: bool = typer.Option(False, help="First fetch the source distributions (needs PyPI access)."),
 ) -> None:
     """Record repair episodes: a real repository, a seeded bug the tests catch, coding tools."""
-    from agentworld.envs.collect import run_collection
     from agentworld.envs.sandbox import Sandbox, SandboxUnavailable
     from agentworld.envs.swe import REPOS, MissingSourceError, SweConfig, SweEnv, repos
     from agentworld.envs.swe.agent import LLMAgent
@@ -80,15 +65,5 @@ def collect_swe(
         finally:
             env.close()
 
-    report = run_collection(swe_jobs(episodes, test_episodes, start), run_one, out=out, workers=workers,
-                            bench_dir=bench_dir, desc="swe episodes")
-    console.print(
-        f"[bold]swe[/]: {report.done} recorded, {report.skipped} already there, {report.failed} failed "
-        f"in {report.elapsed_s:.0f}s ({report.episodes_per_minute:.1f} episodes/min) -> {out}"
-    )
-    for path, n in report.bench_files.items():
-        console.print(f"  {path}: {n} samples")
-    for job_id, err in report.failures[:5]:
-        console.print(f"  [yellow]failed[/] {job_id}: {err}")
-    if report.failed:
-        console.print(f"  failures are listed in {out.with_name(out.stem + '.failures.jsonl')}; rerun to retry them")
+    run_and_report("swe", split_jobs("swe", episodes, test_episodes, start, ["repair"]), run_one, out, workers,
+                   bench_dir)

@@ -10,9 +10,9 @@ from typing import Annotated, Any
 import typer
 
 from agentworld.cli._common import console, fail
-from agentworld.cli.collect._app import app
-from agentworld.cli.collect.tools import (
-    AgentKey, AgentModel, AgentUrl, BenchDir, Episodes, Out, Seed, Templates, TestEpisodes, Workers, _jobs, _run,
+from agentworld.cli.collect._app import (
+    AgentKey, AgentModel, AgentUrl, BenchDir, Episodes, Out, Seed, Templates, TestEpisodes, Workers, app, run_and_report,
+    split_jobs,
 )
 
 
@@ -71,5 +71,5 @@ def collect_terminal(
 
     # SIGTERM ends the run like Ctrl-C: running episodes finish and tear their sandboxes down.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    jobs = _jobs("terminal", episodes, test_episodes, seed, template or TEMPLATES.names())
-    _run("terminal", jobs, run_one, out_path or Path("runs/collect/terminal.jsonl"), workers, bench_dir)
+    jobs = split_jobs("terminal", episodes, test_episodes, seed, template or TEMPLATES.names())
+    run_and_report("terminal", jobs, run_one, out_path or Path("runs/collect/terminal.jsonl"), workers, bench_dir)

@@ -8,53 +8,11 @@ from typing import Annotated, Any
 
 import typer
 
-from agentworld.cli._common import console, fail, out
-from agentworld.cli.collect._app import app
-
-HELD_OUT = 1_000_000
-"""Test-split seeds start here, so held-out episodes never share a seed with training ones."""
-
-Out = Annotated[Path | None, typer.Option("--out", "-o", help="Trajectory JSONL (appended to; resumable).")]
-Episodes = Annotated[int, typer.Option(help="Training-split episodes.")]
-TestEpisodes = Annotated[int, typer.Option(help="Held-out episodes; they become benchmark samples.")]
-Seed = Annotated[int, typer.Option(help="First seed of each split.")]
-Workers = Annotated[int, typer.Option(help="Episodes recorded in parallel.")]
-BenchDir = Annotated[Path | None, typer.Option(help="Write <domain>_test.jsonl here from held-out episodes.")]
-Templates = Annotated[list[str] | None, typer.Option("--template", "-t", help="Only these task templates (repeatable).")]
-AgentModel = Annotated[str | None, typer.Option(help="Drive episodes with this model instead of the scripted policy.")]
-AgentUrl = Annotated[str | None, typer.Option(help="OpenAI-compatible base URL for --agent-model.")]
-AgentKey = Annotated[str, typer.Option(envvar="OPENAI_API_KEY", help="API key for --agent-model.")]
-AgentNative = Annotated[bool, typer.Option("--agent-native-tools/--agent-text-tools",
-                                           help="OpenAI tool calling, or <tool_call> text for servers without it.")]
-
-
-def _jobs(domain: str, episodes: int, test_episodes: int, seed: int, templates: list[str] | None) -> list[Any]:
-    from agentworld.envs.collect import EpisodeJob
-
-    jobs = []
-    for split, n, base in (("train", episodes, seed), ("test", test_episodes, HELD_OUT + seed)):
-        for i in range(n):
-            s = base + i
-            template = templates[i % len(templates)] if templates else None
-            jobs.append(EpisodeJob(job_id=f"{domain}-{split}-{s}", seed=s, split=split, task=template))
-    return jobs
-
-
-def _run(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], out_path: Path, workers: int,
-         bench_dir: Path | None) -> None:
-    from agentworld.envs.collect import failures_path, run_collection
-
-    report = run_collection(jobs, run_one, out=out_path, workers=workers, bench_dir=bench_dir, desc=f"{domain} episodes")
-    out.print(f"{out_path}: {report.done} recorded, {report.skipped} already there, {report.failed} failed "
-              f"({report.episodes_per_minute:.1f} episodes/min)")
-    for path, n in report.bench_files.items():
-        out.print(f"{path}: {n} samples")
-    if report.failed:
-        for job_id, msg in report.failures[:5]:
-            console.print(f"[yellow]failed[/] {job_id}: {msg}")
-        console.print(f"[yellow]hint:[/] details in {failures_path(out_path)}; run the same command again to retry them")
-        raise typer.Exit(code=1)
-
+from agentworld.cli._common import fail, out
+from agentworld.cli.collect._app import (
+    AgentKey, AgentModel, AgentNative, AgentUrl, BenchDir, Episodes, Out, Seed, Templates, TestEpisodes, Workers, app,
+    run_and_report, split_jobs,
+)
 
 def _agent(model: str | None, url: str | None, key: str, native: bool) -> Any:
     if model is None:
@@ -103,7 +61,7 @@ def collect_mcp(
             return asyncio.run(run_agent(env, task, config, trajectory_id=job.job_id, seed=job.seed,
                                          environment=env_id))
 
-    _run("mcp", _jobs("mcp", episodes, test_episodes, seed, template), run_one,
+    run_and_report("mcp", split_jobs("mcp", episodes, test_episodes, seed, template), run_one,
          out_path or Path("runs/collect/mcp.jsonl"), workers, bench_dir)
 
 
@@ -163,5 +121,5 @@ def collect_search(
 
         return run_agent(env, task, config, trajectory_id=job.job_id, seed=job.seed, environment="search/offline")
 
-    _run("search", _jobs("search", episodes, test_episodes, seed, template), run_one,
+    run_and_report("search", split_jobs("search", episodes, test_episodes, seed, template), run_one,
          out_path or Path("runs/collect/search.jsonl"), workers, bench_dir)
