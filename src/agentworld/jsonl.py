@@ -121,6 +121,8 @@ def write_jsonl(path: str | Path, records: Iterable[BaseModel | dict[str, Any]])
                 fh.write(dumps(rec))
                 fh.write("\n")
                 n += 1
+        # mkstemp makes 0600 files; give the result the usual mode (or keep the old file's).
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
