@@ -4,14 +4,15 @@
 # report. Outputs go to runs/demo/ (report: runs/demo/report/report.html); a rerun
 # resumes and only computes what is missing.
 #
-#   DEMO_LIMIT=2            samples per domain (a few minutes on 2 CPU cores)
-#   DEMO_MAX_TOKENS=256     completion limit for the embedded model
+#   DEMO_LIMIT=2            samples per domain (long mcp/search prompts make the embedded
+#                           model take minutes per batch on 2 CPU cores)
+#   DEMO_MAX_TOKENS=128     completion limit for the embedded model
 #   AGENTWORLD_JUDGE=...    also judge with an LLM, e.g. openai:qwen3-32b@http://localhost:8000/v1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=runs/demo
 LIMIT="${DEMO_LIMIT:-2}"
-MAX_TOKENS="${DEMO_MAX_TOKENS:-256}"
+MAX_TOKENS="${DEMO_MAX_TOKENS:-128}"
 mkdir -p "$OUT"
 
 # 1. The benchmark: the recorded local one when present, else the shipped examples.
@@ -36,6 +37,8 @@ bench, out = Path(sys.argv[1]), Path(sys.argv[2])
 held_out = {str(getattr(s, "trajectory_id", "")) for s in load_bench_dir(bench).samples}
 train = []
 for path in sorted(Path("benchmarks/local/trajectories").glob("*.jsonl")):
+    if path.name.endswith(".failures.jsonl"):
+        continue  # failed episodes, not trajectories
     for t in read_trajectories(path).items:
         split = getattr(t.provenance, "split", None)
         if split != "test" and t.id not in held_out:
