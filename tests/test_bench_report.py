@@ -41,6 +41,12 @@ def test_cli_errors_are_clean(tmp_path):
     assert res.exit_code == 2 and "KEY=VALUE" in res.output
     res = runner.invoke(app, ["bench", "infer", str(bench), "-o", str(tmp_path / "p.jsonl"), "-b", "retrieval", "--domain", "web"])
     assert res.exit_code == 2 and "no samples selected" in res.output
+    preds = tmp_path / "p.jsonl"
+    # A predictions file belongs to one backend: resuming another one into it is refused.
+    preds.write_text(json.dumps({"uid": "terminal/t0:1/1", "domain": "terminal", "id": "t0:1", "turn_idx": 1,
+                                 "sample_index": 0, "prediction": {"backend": "smol", "text": "x"}}) + "\n")
+    res = runner.invoke(app, ["bench", "infer", str(bench), "-o", str(preds), "-b", "retrieval", "--opt", f"source={src}"])
+    assert res.exit_code == 2 and "'smol'" in res.output and "another --out" in res.output
     res = runner.invoke(app, ["bench", "judge", str(bench), "-p", str(tmp_path / "missing.jsonl")])
     assert res.exit_code == 2 and "bench infer" in res.output
     bad = tmp_path / "bad.judged.jsonl"

@@ -135,6 +135,11 @@ async def run_infer(
     out = Path(out)
     repair_tail(out)
     existing = load_predictions(out).records
+    others = {r.prediction.backend for r in existing.values()} - {wm.backend.name, ""}
+    if others:
+        # Resuming is keyed by sample, not by model: another backend's lines would be
+        # taken as this one's and silently skipped.
+        raise ValueError(f"{out} holds predictions of backend {sorted(others)[0]!r}, not {wm.backend.name!r}; use another --out")
     cfg = (config or GenerationConfig()).merged(GenerationConfig(n=n))
 
     def finished(key: Key) -> bool:

@@ -117,7 +117,10 @@ def infer(
             finally:
                 await wm.aclose()
 
-        result = asyncio.run(go())
+        try:
+            result = asyncio.run(go())
+        except ValueError as exc:
+            raise fail(str(exc), "each world model writes its own predictions file") from None
     out.print(
         f"{out_path}: {result.done} samples predicted, {result.skipped} already there; "
         f"{result.failures} failed calls, {result.invalid} truncated or missing answers; "
