@@ -91,3 +91,11 @@ def test_report_files(tmp_path):
     assert "(no valid observation: truncated)" in page and "raw output:" in md and "I think the" in md
     assert "Judge agreement" in page and paths["chart_1"].stat().st_size > 1000
     assert paths["chart_1"].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_two_models_on_the_same_samples_stay_apart(tmp_path):
+    a, b = tmp_path / "a.judged.jsonl", tmp_path / "b.judged.jsonl"
+    a.write_text(rec("terminal/s1/1", "rules", [5] * 5, model="m1").model_dump_json() + "\n")
+    b.write_text(rec("terminal/s1/1", "rules", [1] * 5, model="m2").model_dump_json() + "\n")
+    report = score_records(load_judgements([a, b]).records.values())
+    assert {g.model: g.overall.total.score for g in report.groups} == {"m1": 100.0, "m2": 0.0}

@@ -89,14 +89,14 @@ async def test_llm_judge_against_local_endpoint_with_malformed_outputs(tmp_path)
     recs = load_judgements(out).records
     assert len(recs) == 2 * len(preds)
     for s in samples:
-        j = recs[(s.uid, 0, llm.name)].judgement
+        j = recs[(s.uid, 0, llm.name, "wm:m")].judgement
         expected = REPLIES[kinds[s.uid]][1]
         if expected is None:
             assert not j.ok and j.error and j.attempts == 2, (kinds[s.uid], j)
         else:
             assert j.ok and [j.scores[d] for d in DIMENSIONS] == expected, (kinds[s.uid], j)
             assert "SECRET" not in j.raw
-        assert recs[(s.uid, 0, "rules")].judgement.ok
+        assert recs[(s.uid, 0, "rules", "wm:m")].judgement.ok
     failed = sum(1 for k in kinds.values() if REPLIES[k][1] is None)
     assert res.failed == failed > 0
 

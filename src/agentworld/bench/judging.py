@@ -21,8 +21,11 @@ from agentworld.bench.format import BenchSample
 from agentworld.bench.infer import PredictionRecord
 from agentworld.jsonl import JsonlAppender, LineError, read_jsonl, repair_tail
 from agentworld.judge.base import Judgement, Scorer
+from agentworld.models.base import Prediction
 
-JudgedKey = tuple[str, int, str]
+JudgedKey = tuple[str, int, str, str]
+"""(sample uid, sampling index, judge, world model): verdicts of several models on the
+same samples, read from several files, never replace one another."""
 RAW_CLIP = 2000
 
 
@@ -52,7 +55,12 @@ class JudgedRecord(BaseModel):
 
     @property
     def key(self) -> JudgedKey:
-        return (self.uid, self.sample_index, self.judge)
+        return (self.uid, self.sample_index, self.judge, self.model)
+
+
+def model_name(p: Prediction) -> str:
+    """How a world model is named in verdicts and reports: ``backend:model``."""
+    return f"{p.backend}:{p.model}" if p.backend else p.model
 
 
 @dataclass
@@ -114,7 +122,7 @@ async def run_judging(
             missing += 1
             continue
         for scorer in scorers:
-            old = existing.get((rec.uid, rec.sample_index, scorer.name))
+            old = existing.get((rec.uid, rec.sample_index, scorer.name, model_name(rec.prediction)))
             if old is None or rejudge or (retry_failed and not old.judgement.ok):
                 jobs.append((scorer, sample, rec))
     progress = JudgeProgress(total=len(predictions) * len(scorers) - missing * len(scorers), missing_samples=missing)
@@ -143,7 +151,7 @@ async def run_judging(
             sample_index=rec.sample_index,
             judge=scorer.name,
             judgement=j,
-            model=f"{p.backend}:{p.model}" if p.backend else p.model,
+            model=model_name(p),
             action=sample.action,
             observation=p.observation if p.ok else None,
             ground_truth=sample.ground_truth,

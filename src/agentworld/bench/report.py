@@ -12,10 +12,12 @@ import json
 from pathlib import Path
 
 from agentworld.bench.judging import JudgedRecord
-from agentworld.bench.score import GroupScore, ScoreReport
+from agentworld.bench.score import GroupScore, ScoreReport, domain_order
 from agentworld.judge.base import DIMENSIONS
 
 COLUMNS = (*DIMENSIONS, "total")
+OVERVIEW = -1
+"""Key of the comparison chart in the chart-name mapping (per-group charts use their index)."""
 
 
 def fmt(value: float | None, digits: int = 1) -> str:
@@ -54,7 +56,7 @@ def bar_chart(group: GroupScore, path: Path) -> Path:
     names = [*group.domains, "overall"]
     blocks = [*group.domains.values(), group.overall]
     width = 0.8 / len(COLUMNS)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(names)), 3.6))
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.6 * len(names) + 1.5), 3.6))
     for i, col in enumerate(COLUMNS):
         vals = [(b.total.score if col == "total" else b.dimensions[col].score) or 0.0 for b in blocks]
         ax.bar([x + (i - len(COLUMNS) / 2 + 0.5) * width for x in range(len(names))], vals, width, label=col)
@@ -62,7 +64,34 @@ def bar_chart(group: GroupScore, path: Path) -> Path:
     ax.set_ylim(0, 100)
     ax.set_ylabel("score (0-100)")
     ax.set_title(f"{group.model} judged by {group.judge}", fontsize=10)
-    ax.legend(fontsize=7, ncols=3, loc="upper right")
+    # Outside the axes: bars reach 100 and a legend inside would hide them.
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def overview_chart(report: ScoreReport, path: Path) -> Path:
+    """Total score per domain, one bar per (model, judge): the side-by-side comparison."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    domains = sorted({d for g in report.groups for d in g.domains}, key=domain_order)
+    names = [*domains, "overall"]
+    width = 0.8 / len(report.groups)
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.4 * len(names) + 3.0), 3.6))
+    for i, g in enumerate(report.groups):
+        blocks = [g.domains.get(d) for d in domains] + [g.overall]
+        vals = [(b.total.score or 0.0) if b is not None else 0.0 for b in blocks]
+        label = f"{g.model[:40]} / {g.judge[:30]}"
+        ax.bar([x + (i - len(report.groups) / 2 + 0.5) * width for x in range(len(names))], vals, width, label=label)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("total (0-100)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -100,6 +129,8 @@ def to_markdown(report: ScoreReport, records: list[JudgedRecord], charts: dict[i
     out = ["# AgentWorldBench report", ""]
     out += [f"> {n}" for n in report.notes] + ([""] if report.notes else [])
     out.append("Scores are `(mean - 1) / 4 * 100` of the 1-5 judge scores; totals average each sample's valid dimensions.")
+    if OVERVIEW in charts:
+        out += ["", f"![totals per domain]({charts[OVERVIEW]})"]
     for i, g in enumerate(report.groups):
         out += ["", f"## {g.model} — judge `{g.judge}`", ""]
         rows = table_rows(g)
@@ -136,6 +167,8 @@ def to_html(report: ScoreReport, records: list[JudgedRecord], charts: dict[int, 
     out.append("<h1>AgentWorldBench report</h1>")
     out += [f"<blockquote>{e(n)}</blockquote>" for n in report.notes]
     out.append("<p>Scores are <code>(mean - 1) / 4 * 100</code> of the 1-5 judge scores; totals average each sample's valid dimensions.</p>")
+    if OVERVIEW in charts:
+        out.append(f"<p><img src='{e(charts[OVERVIEW])}' alt='totals per domain'></p>")
     for i, g in enumerate(report.groups):
         out.append(f"<h2>{e(g.model)} — judge <code>{e(g.judge)}</code></h2><table>")
         rows = table_rows(g)
@@ -162,12 +195,16 @@ def to_html(report: ScoreReport, records: list[JudgedRecord], charts: dict[int, 
 
 
 def write_report(report: ScoreReport, records: list[JudgedRecord], out_dir: str | Path, *, worst: int = 5, charts: bool = True) -> dict[str, Path]:
-    """Write ``scores.json``, ``report.md``, ``report.html`` and one chart per model and judge."""
+    """Write ``scores.json``, ``report.md``, ``report.html``, one chart per model and judge
+    and, with several, ``overview.png`` comparing their totals per domain."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"json": out_dir / "scores.json", "markdown": out_dir / "report.md", "html": out_dir / "report.html"}
     paths["json"].write_text(json.dumps(report.model_dump(mode="json"), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     chart_names: dict[int, str] = {}
+    if charts and len(report.groups) > 1:
+        paths["overview"] = overview_chart(report, out_dir / "overview.png")
+        chart_names[OVERVIEW] = "overview.png"
     if charts:
         for i, g in enumerate(report.groups):
             name = f"chart_{i + 1}.png"

@@ -127,7 +127,8 @@ def _block(records: list[JudgedRecord], prices: Prices) -> Block:
     )
 
 
-def _domain_order(domain: str) -> tuple[int, str]:
+def domain_order(domain: str) -> tuple[int, str]:
+    """Sort key: the canonical domain order, unknown names last."""
     return (DOMAINS.index(domain) if domain in DOMAINS else len(DOMAINS), domain)
 
 
@@ -156,7 +157,7 @@ def score_records(records: Iterable[JudgedRecord], *, prices: Prices | None = No
             GroupScore(
                 model=model,
                 judge=judge,
-                domains={d: _block(by_domain[d], prices) for d in sorted(by_domain, key=_domain_order)},
+                domains={d: _block(by_domain[d], prices) for d in sorted(by_domain, key=domain_order)},
                 overall=_block(recs, prices),
             )
         )
