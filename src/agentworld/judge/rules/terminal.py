@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -14,15 +13,12 @@ _PROMPT_PREFIX = re.compile(r"^(\S+@[\w.-]+:\S*\s*[#$%])\s?")
 
 def keystrokes(action: str) -> str:
     """The typed text of a terminal action (the raw action when it is not a keystroke list)."""
+    from agentworld.envs.terminal.keys import ActionError, parse_action
+
     try:
-        batches = json.loads(action)
-    except json.JSONDecodeError:
+        return "".join(b.keystrokes for b in parse_action(action) if not b.is_key)
+    except ActionError:
         return action
-    if isinstance(batches, dict):
-        batches = [batches]
-    if not isinstance(batches, list):
-        return action
-    return "".join(b.get("keystrokes", "") for b in batches if isinstance(b, dict))
 
 
 def last_prompt(text: str) -> str | None:
