@@ -96,3 +96,15 @@ async def test_a_failing_batch_fails_its_callers_not_the_run(ckpt: Path) -> None
     await backend.aclose()  # the model is gone: every generate fails
     results = [p async for _, p in wm.map([_msgs(i) for i in range(4)], GenerationConfig(max_tokens=4))]
     assert all(p[0].error and not p[0].ok for p in results) and wm.stats.failures == 4
+
+
+async def test_seeded_partial_cache_hit_keeps_sample_order(backend, tmp_path: Path) -> None:
+    from agentworld.models import ResponseCache
+
+    seeded = GenerationConfig(temperature=1.0, max_tokens=8, seed=11)
+    fresh = [p.text for p in await WorldModel(backend).predict(_msgs(1), seeded.merged(GenerationConfig(n=3)))]
+    wm = WorldModel(backend, cache=ResponseCache(tmp_path / "c.sqlite"))
+    await wm.predict(_msgs(1), seeded)
+    preds = await wm.predict(_msgs(1), seeded.merged(GenerationConfig(n=3)))
+    assert [p.cached for p in preds] == [True, False, False]
+    assert [p.text for p in preds] == fresh

@@ -19,6 +19,7 @@ Result = TypeVar("Result")
 
 @dataclass
 class _Pending(Generic[Item]):
+    key: Hashable
     item: Item
     size: int
     future: asyncio.Future
@@ -29,7 +30,7 @@ class Batcher(Generic[Item, Result]):
 
     ``size`` of an item is the number of rows it adds (``n`` samples of one prompt);
     a batch holds at most ``max_rows`` rows, but a single item larger than that still
-    runs (alone).
+    runs (alone). A ``solo`` item always runs alone.
     """
 
     def __init__(
@@ -43,15 +44,20 @@ class Batcher(Generic[Item, Result]):
         self.max_rows = max_rows
         self.window_s = window_s
         self._queues: dict[Hashable, list[_Pending[Item]]] = {}
+        self._solo = 0
         self._drainer: asyncio.Task | None = None
         self.batches = 0
         self.rows = 0
         self.peak_rows = 0
 
-    async def submit(self, key: Hashable, item: Item, size: int = 1) -> Result:
+    async def submit(self, key: Hashable, item: Item, size: int = 1, *, solo: bool = False) -> Result:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future = loop.create_future()
-        self._queues.setdefault(key, []).append(_Pending(item, size, fut))
+        queue_key: Hashable = key
+        if solo:
+            self._solo += 1
+            queue_key = ("solo", self._solo)
+        self._queues.setdefault(queue_key, []).append(_Pending(key, item, size, fut))
         if self._drainer is None or self._drainer.done() or self._drainer.get_loop() is not loop:
             self._drainer = loop.create_task(self._drain())
         return await fut
@@ -67,7 +73,7 @@ class Batcher(Generic[Item, Result]):
             rows += p.size
         if not queue:
             del self._queues[key]
-        return key, batch
+        return batch[0].key, batch
 
     async def _drain(self) -> None:
         await asyncio.sleep(self.window_s)  # let requests that arrive together batch together

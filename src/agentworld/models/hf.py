@@ -9,8 +9,10 @@ for CPUs like this one (see :func:`auto_precision`).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Hashable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +95,12 @@ class HFBackend(Backend):
         return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
     async def complete(self, messages: list[Message], config: GenerationConfig) -> list[Completion]:
-        n = config.n or 1
-        return await self.batcher.submit(_batch_key(config), (messages, n), size=n)
+        cfg = config.resolved()
+        seeded = _seeded_rows(cfg)
+        if seeded is None:
+            return await self.batcher.submit(_batch_key(cfg), (messages, cfg.n or 1), size=cfg.n or 1)
+        rows = [self.batcher.submit(_batch_key(c), (messages, 1), solo=True) for c in seeded]
+        return [c for row in await asyncio.gather(*rows) for c in row]
 
     def _generate_batch(self, key: Hashable, items: Sequence[tuple[list[Message], int]]) -> list[list[Completion]]:
         torch = self._torch
@@ -144,7 +150,10 @@ class HFBackend(Backend):
     def generate_once(self, messages: list[Message], config: GenerationConfig | None = None) -> list[Completion]:
         """Synchronous, unbatched generation (for scripts and benchmarks)."""
         cfg = (config or GenerationConfig()).resolved()
-        return self._generate_batch(_batch_key(cfg), [(messages, cfg.n or 1)])[0]
+        seeded = _seeded_rows(cfg)
+        if seeded is None:
+            return self._generate_batch(_batch_key(cfg), [(messages, cfg.n or 1)])[0]
+        return [self._generate_batch(_batch_key(c), [(messages, 1)])[0][0] for c in seeded]
 
     async def aclose(self) -> None:
         self.model = None  # type: ignore[assignment]
@@ -152,6 +161,15 @@ class HFBackend(Backend):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model_id}, device={self.device}, precision={self.precision})"
 
+
+
+def _seeded_rows(cfg: GenerationConfig) -> list[GenerationConfig] | None:
+    """Per-sample settings for seeded sampling, else None. Seeded sampling is reproducible
+    only alone (in a batch the random draws depend on the other rows), and sample i uses
+    seed + i so that it is the same sample whatever ``n`` is."""
+    if cfg.seed is None or not cfg.temperature:
+        return None
+    return [replace(cfg, seed=cfg.seed + i, n=1) for i in range(cfg.n or 1)]
 
 
 def _batch_key(config: GenerationConfig) -> Hashable:

@@ -119,7 +119,13 @@ class WorldModel:
         missing = [i for i, p in enumerate(out) if p is None]
         self.stats.cached_samples += n - len(missing)
         if missing:
-            for i, pred in zip(missing, await self._live(messages, replace(cfg, n=len(missing)), missing)):
+            if cfg.seed is None:
+                live = await self._live(messages, replace(cfg, n=len(missing)), missing)
+            else:
+                # Seeded samples are a sequence: sample i is only reproduced by asking for
+                # all of them, so a partial hit still regenerates the full n.
+                live = [p for p in await self._live(messages, cfg, list(range(n))) if p.sample_index in missing]
+            for i, pred in zip(missing, live):
                 out[i] = pred
                 if pred.error is None and self.cache is not None:
                     completion = Completion(
