@@ -7,7 +7,7 @@ Prints tokens/s (generated tokens over wall time) for:
   and with ``--batch`` concurrent requests (dynamic batching);
 - ``agentworld serve --backend smol`` under 1, 4 and 16 concurrent OpenAI clients.
 
-Settings take turns in interleaved rounds and the best round of each is kept, so load
+All settings, the served ones included, take turns in interleaved rounds and the best round of each is kept, so load
 from other processes hits them alike. Every figure is also shown as a ratio to the
 baseline measured in the same run: compare ratios across machines, not absolute numbers.
 
@@ -23,7 +23,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 
 import httpx
 
@@ -89,8 +90,9 @@ async def interleaved(settings: dict, rounds: int) -> dict:
     return best
 
 
-def served(clients: list[int], max_tokens: int, rounds: int) -> dict[int, float]:
-    """Best aggregate tokens/s of ``agentworld serve --backend smol`` per client count."""
+@contextmanager
+def smol_server() -> Iterator[str]:
+    """``agentworld serve --backend smol`` on a free port, for the duration of the block."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -110,15 +112,9 @@ def served(clients: list[int], max_tokens: int, rounds: int) -> dict[int, float]
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("agentworld serve did not start") from None
                 time.sleep(0.5)
-        config = GenerationConfig(max_tokens=max_tokens)
-        settings = {}
-        for c in clients:
-            wm = WorldModel(OpenAIBackend("smol", base_url=f"{url}/v1", timeout=600), concurrency=c)
-            settings[c] = lambda i, wm=wm, c=c: run_clients(wm, c, 1, config, i * c)
-        out = asyncio.run(interleaved(settings, rounds))
+        yield url
         stats = httpx.get(f"{url}/stats").json()
         print(f"  serve: {stats['batches']} batches, largest {stats['peak_batch_rows']} rows", file=sys.stderr)
-        return out
     finally:
         proc.terminate()
         proc.wait(30)
@@ -149,10 +145,13 @@ def main() -> None:
         settings[f"smol {args.batch} concurrent (batched), {precision}"] = (
             lambda i, wm=wm: run_clients(wm, args.batch, 1, config, i * args.batch)
         )
-    results = asyncio.run(interleaved(settings, args.rounds))
-    del settings, base  # free the models before the server loads its own
-    for c, value in served([int(c) for c in args.clients.split(",")], args.max_tokens, args.rounds).items():
-        results[f"serve smol, {c} concurrent client{'s' if c > 1 else ''}"] = value
+    with smol_server() as url:
+        for c in [int(c) for c in args.clients.split(",")]:
+            wm = WorldModel(OpenAIBackend("smol", base_url=f"{url}/v1", timeout=600), concurrency=c)
+            name = f"serve smol (auto precision), {c} concurrent client{'s' if c > 1 else ''}"
+            settings[name] = lambda i, wm=wm, c=c: run_clients(wm, c, 1, config, i * c)
+        # One event loop for every round: the HTTP clients' connections belong to it.
+        results = asyncio.run(interleaved(settings, args.rounds))
 
     baseline = next(iter(results.values()))
     width = max(len(name) for name in results)
