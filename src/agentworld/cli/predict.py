@@ -90,6 +90,7 @@ def predict(
     source: Path = typer.Option(None, "--source", help="retrieval: trajectory file/dir or benchmark dir to index."),
     base_url: str = typer.Option(None, "--base-url", help="openai: endpoint (or AGENTWORLD_BASE_URL)."),
     api_key: str = typer.Option(None, "--api-key", help="openai: key (or OPENAI_API_KEY)."),
+    precision: str = typer.Option(None, "--precision", help="hf/smol: auto | fp32 | bf16 | autocast."),
     temperature: float = typer.Option(None, "--temperature", "-t"),
     top_p: float = typer.Option(None, "--top-p"),
     max_tokens: int = typer.Option(None, "--max-tokens"),
@@ -121,7 +122,10 @@ def predict(
     except (FileNotFoundError, ValueError) as exc:
         raise fail(f"cannot open the cache: {exc}", "--cache-mode is off, rw or replay; replay needs an existing file") from None
     wm = WorldModel(
-        make_backend(backend, model=model, path=path, adapter=adapter, source=source, domain=domain, base_url=base_url, api_key=api_key),
+        make_backend(
+            backend, model=model, path=path, adapter=adapter, source=source, domain=domain,
+            base_url=base_url, api_key=api_key, precision=precision,
+        ),
         cache=response_cache,
     )
     session = Session(wm, start, _config(temperature, top_p, max_tokens, seed, n))
