@@ -174,6 +174,7 @@ def confined_argv(spec: ServerSpec, workspace: Path, limits: Limits = Limits()) 
         "--dev", "/dev",
         "--proc", "/proc",
         "--tmpfs", "/tmp",
+        *_python_under_hidden_dirs(),
         "--bind", str(workspace), WORKSPACE,
         "--chdir", WORKSPACE,
         "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
@@ -196,6 +197,22 @@ def _host_root_readonly() -> list[str]:
             args += ["--symlink", os.readlink(entry.path), entry.path]
         elif entry.is_dir():
             args += ["--ro-bind", entry.path, entry.path]
+    return args
+
+
+_HIDDEN = ("/tmp", "/run")
+"""Host folders the sandbox replaces with its own."""
+
+
+def _python_under_hidden_dirs() -> list[str]:
+    """Read-only binds for this interpreter and its import paths when they live under a
+    folder the sandbox hides (a virtualenv or a checkout in /tmp, as CI clones may be):
+    without them the Python servers would not find their interpreter or packages."""
+    paths = {sys.prefix, sys.exec_prefix, sys.base_prefix, *sys.path}
+    args: list[str] = []
+    for path in sorted(p for p in paths if p and os.path.isdir(p)):
+        if any(path == h or path.startswith(h + "/") for h in _HIDDEN):
+            args += ["--ro-bind", path, path]
     return args
 
 
