@@ -179,18 +179,18 @@ def test_collect_cli_writes_bench_and_resumes(corpus: Path, tmp_path: Path) -> N
 
 
 # -- the LLM-agent driver ------------------------------------------------------------------
-def test_agent_reads_native_and_text_tool_calls() -> None:
+def test_agent_reads_native_and_text_tooltool_calls() -> None:
     from openai.types.chat import ChatCompletionMessage
 
-    from agentworld.envs.mcp.agent import _calls, openai_tools
+    from agentworld.envs.agent import openai_tools, tool_calls
     from agentworld.envs.search.tools import TOOLS
 
     native = ChatCompletionMessage.model_validate({"role": "assistant", "content": None, "tool_calls": [
         {"id": "c1", "type": "function", "function": {"name": "web_search", "arguments": '{"query": "x"}'}}]})
-    assert _calls(native) == [("c1", "web_search", {"query": "x"})]
+    assert tool_calls(native) == [("c1", "web_search", {"query": "x"})]
     text = ChatCompletionMessage(role="assistant", content='ok <tool_call>{"name": "dict_memory", "arguments": {"op": "list"}}</tool_call>')
-    assert [c[1:] for c in _calls(text)] == [("dict_memory", {"op": "list"})]
-    assert _calls(ChatCompletionMessage(role="assistant", content="All done.")) == []
+    assert [c[1:] for c in tool_calls(text)] == [("dict_memory", {"op": "list"})]
+    assert tool_calls(ChatCompletionMessage(role="assistant", content="All done.")) == []
     fn = openai_tools(TOOLS)[1]
     assert fn["type"] == "function" and fn["function"]["parameters"]["required"] == ["url"]
 
@@ -206,7 +206,8 @@ def test_agent_driver_plays_an_episode_through_a_real_server(engine: SearchEngin
 
     import uvicorn
 
-    from agentworld.envs.mcp.agent import AgentConfig, run_agent, tool_response
+    from agentworld.envs.agent import AgentConfig, tool_response
+    from agentworld.envs.mcp.agent import run_agent
     from agentworld.models import load_backend
     from agentworld.models.serve import create_app
     from agentworld.trajectory import Trajectory, Turn, write_trajectories

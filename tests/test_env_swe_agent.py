@@ -18,7 +18,8 @@ import httpx
 import pytest
 
 from agentworld.envs.swe import REPOS, SweEnv, tool_call
-from agentworld.envs.swe.agent import LLMAgent, text_tool_call
+from agentworld.envs.agent import tool_response
+from agentworld.envs.swe.agent import agent_config, run_agent, text_tool_call
 from agentworld.trajectory import Trajectory, Turn, write_trajectories
 
 pytestmark = pytest.mark.sandbox
@@ -40,11 +41,11 @@ def policy_server(tmp_path_factory) -> str:
          f"Find the cause in the library code, fix it with a minimal change and make `cd {spec.guest_path} && "
          f"{spec.test_command}` pass. Do not modify the tests. A Debian 12 (bookworm) sandbox; pytest 9.0.3.",
          tool_call("bash", command=f"cd {spec.guest_path} && {spec.test_command} -x 2>&1 | tail -n 20")),
-        ("Tool output:\nFAILED test_inflection.py::test - AssertionError\n1 failed, 9 passed in 1.0s\n"
-         "[Current working directory: /workspace]\n[Command finished with exit code 0]",
+        (tool_response("FAILED test_inflection.py::test - AssertionError\n1 failed, 9 passed in 1.0s\n"
+                       "[Current working directory: /workspace]\n[Command finished with exit code 0]"),
          tool_call("str_replace_editor", command="view", path=f"{spec.guest_path}/inflection/__init__.py",
                    view_range=[1, 5])),
-        ("Tool output:\nHere's the result of running `cat -n` on a file:\n     1\t# -*- coding: utf-8 -*-",
+        (tool_response("Here's the result of running `cat -n` on a file:\n     1\t# -*- coding: utf-8 -*-"),
          "I have seen enough of the file."),
     ]
     store = tmp_path_factory.mktemp("policy") / "policy.jsonl"
@@ -78,8 +79,8 @@ def policy_server(tmp_path_factory) -> str:
 def test_agent_drives_real_tools_through_a_served_model(policy_server: str) -> None:
     env = SweEnv()
     try:
-        agent = LLMAgent(model="policy", base_url=policy_server, api_key="none", max_steps=5)
-        traj = asyncio.run(agent.run(env, seed=3, trajectory_id="llm-1", options={"repo": "inflection"}))
+        config = agent_config("policy", base_url=policy_server, api_key="none", max_turns=5)
+        traj = asyncio.run(run_agent(env, config, seed=3, trajectory_id="llm-1", options={"repo": "inflection"}))
     finally:
         env.close()
     assert traj.domain == "swe" and traj.tools and traj.provenance.agent == "policy"

@@ -81,7 +81,7 @@ def test_agent_driver_records_a_real_episode(tmp_path: Path) -> None:
         demo = run_scripted(env, task, seed=4, trajectory_id="demo")
         good = _policy_store(tmp_path / "good.jsonl", demo, first)
         bad = _policy_store(tmp_path / "bad.jsonl", demo, first, ["Let me think about the permissions."] * len(demo.turns))
-        config = AgentConfig(model="nn-policy", max_steps=4, max_invalid=2)
+        config = AgentConfig(model="nn-policy", max_turns=4, max_invalid=2)
         with _Server(good) as url:
             traj = asyncio.run(run_agent(env, task, AgentConfig(**{**config.__dict__, "base_url": url}),
                                          seed=4, trajectory_id="agent-0"))

@@ -29,7 +29,7 @@ def collect_swe(
     """Record repair episodes: a real repository, a seeded bug the tests catch, coding tools."""
     from agentworld.envs.sandbox import Sandbox, SandboxUnavailable
     from agentworld.envs.swe import REPOS, MissingSourceError, SweConfig, SweEnv, repos
-    from agentworld.envs.swe.agent import LLMAgent
+    from agentworld.envs.swe.agent import agent_config, run_agent
     from agentworld.envs.swe.scripted import scripted_repair
 
     unknown = sorted(set(repo) - set(REPOS))
@@ -52,7 +52,7 @@ def collect_swe(
     except SandboxUnavailable as exc:
         raise fail(exc.message, exc.fix) from None
     config = SweConfig(repos=tuple(repo) or tuple(REPOS), max_steps=max_steps)
-    llm = LLMAgent(model=model, base_url=base_url or None, api_key=os.environ.get(api_key_env), max_steps=max_steps)
+    llm = agent_config(model, base_url=base_url or None, api_key=os.environ.get(api_key_env) or "EMPTY", max_turns=max_steps)
 
     def run_one(job):  # one sandbox per episode, closed whatever happens
         env = SweEnv(config)
@@ -60,7 +60,7 @@ def collect_swe(
             if agent == "llm":
                 import asyncio
 
-                return asyncio.run(llm.run(env, seed=job.seed, trajectory_id=job.job_id))
+                return asyncio.run(run_agent(env, llm, seed=job.seed, trajectory_id=job.job_id))
             return scripted_repair(env, seed=job.seed, trajectory_id=job.job_id)
         finally:
             env.close()

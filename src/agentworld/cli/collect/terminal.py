@@ -56,7 +56,7 @@ def collect_terminal(
                 ensure_rootfs()
     except SandboxUnavailable as exc:
         raise fail(exc.message, exc.fix) from None
-    config = (AgentConfig(model=agent_model, base_url=agent_base_url, api_key=agent_api_key, max_steps=max_steps)
+    config = (AgentConfig(model=agent_model, base_url=agent_base_url, api_key=agent_api_key, max_turns=max_steps)
               if agent_model else None)
 
     def run_one(job: Any) -> Any:

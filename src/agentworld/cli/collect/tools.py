@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from agentworld.cli._common import fail, out
+from agentworld.cli._common import console, fail, out
 from agentworld.cli.collect._app import (
     AgentKey, AgentModel, AgentNative, AgentUrl, BenchDir, Episodes, Out, Seed, Templates, TestEpisodes, Workers, app,
     run_and_report, split_jobs,
@@ -17,7 +16,7 @@ from agentworld.cli.collect._app import (
 def _agent(model: str | None, url: str | None, key: str, native: bool) -> Any:
     if model is None:
         return None
-    from agentworld.envs.mcp.agent import AgentConfig
+    from agentworld.envs.agent import AgentConfig
 
     return AgentConfig(model=model, base_url=url, api_key=key, native_tools=native)
 

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from agentworld.domains import get_domain
+from agentworld.envs.agent import AgentConfig as ToolAgentConfig, open_client
 from agentworld.envs.base import record_episode
 from agentworld.envs.terminal.env import TerminalEnv
 from agentworld.envs.terminal.keys import ActionError, parse_action
@@ -40,18 +41,14 @@ def run_scripted(env: TerminalEnv, task: TerminalTask, *, seed: int, trajectory_
 
 
 @dataclass
-class AgentConfig:
-    """The agent's endpoint and budget."""
+class AgentConfig(ToolAgentConfig):
+    """The shared agent config with the terminal's budget; actions are keystrokes, not tool calls."""
 
-    model: str
-    base_url: str | None = None
-    api_key: str = "EMPTY"
-    max_steps: int = 15
-    max_invalid: int = 3
-    """Consecutive replies without a usable action before the episode ends."""
+    max_turns: int = 15
     temperature: float = 0.2
     max_tokens: int = 512
-    timeout_s: float = 120.0
+    max_invalid: int = 3
+    """Consecutive replies without a usable action before the episode ends."""
 
 
 def agent_system_prompt(task: TerminalTask) -> str:
@@ -100,10 +97,8 @@ def parse_agent_reply(text: str) -> str | None:
 async def run_agent(env: TerminalEnv, task: TerminalTask, config: AgentConfig, *, seed: int, trajectory_id: str,
                     client: Any = None) -> Trajectory:
     """Let the model act until it says done, runs out of steps, or stops giving actions."""
-    from openai import AsyncOpenAI
-
     own = client is None
-    client = client or AsyncOpenAI(base_url=config.base_url, api_key=config.api_key, timeout=config.timeout_s)
+    client = client or open_client(config)
     try:
         first = await asyncio.to_thread(env.reset, seed=seed, options={"task": task})
         messages: list[dict[str, str]] = [{"role": "system", "content": agent_system_prompt(task)},
@@ -111,7 +106,7 @@ async def run_agent(env: TerminalEnv, task: TerminalTask, config: AgentConfig, *
         turns: list[Turn] = []
         invalid = 0
         finished = "max_steps"
-        while len(turns) < config.max_steps:
+        while len(turns) < config.max_turns:
             reply = await client.chat.completions.create(
                 model=config.model, messages=messages, temperature=config.temperature, max_tokens=config.max_tokens)
             text = reply.choices[0].message.content or ""
