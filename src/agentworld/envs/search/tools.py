@@ -9,7 +9,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 from urllib.parse import urlparse
 
 from agentworld.envs.search.index import Hit, SearchEngine
@@ -69,7 +70,21 @@ class ToolError(ValueError):
     """A call the tool refuses; the message is what the agent sees after ``Error: ``."""
 
 
-def format_hits(hits: list[Hit]) -> str:
+class Result(Protocol):
+    """What a printed search result shows: an index :class:`Hit`, or a simulated world's page."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def snippet(self) -> str: ...
+    @property
+    def date(self) -> str: ...
+
+
+def format_hits(hits: Sequence[Result]) -> str:
+    """Numbered results, ``[n] url`` then ``Title:``, ``Snippet:`` and ``Date:`` lines, one block each."""
     if not hits:
         return "No results found."
     blocks = [f"[{i}] {h.url}\nTitle: {h.title}\nSnippet: {h.snippet}\nDate: {h.date}" for i, h in enumerate(hits, 1)]

@@ -39,6 +39,11 @@ class Page:
     teaser: str
     date: str
 
+    @property
+    def snippet(self) -> str:
+        """Search results show the teaser as the snippet."""
+        return self.teaser
+
 
 @dataclass
 class FictionalWorld:
@@ -128,11 +133,11 @@ class FictionalWorld:
     # -- the tools -------------------------------------------------------------------
     def search(self, query: str, k: int = 5) -> str:
         """Numbered results for ``query`` (BM25 over page texts), snippets that tease."""
+        # Imported here: the search package loads the MCP SDK, which the world itself never needs.
+        from agentworld.envs.search.tools import format_hits
+
         hits = self._index().search(query, k)
-        if not hits:
-            return f"No results found for: {query}"
-        blocks = [f"[{i}] {p.url}\nTitle: {p.title}\nSnippet: {p.teaser}\nDate: {p.date}" for i, p in enumerate(hits, 1)]
-        return "\n\n".join(blocks)
+        return format_hits(hits) if hits else f"No results found for: {query}"
 
     def extract(self, url: str) -> str:
         page = self.pages.get(url.strip())
