@@ -195,6 +195,24 @@ def test_agent_reads_native_and_text_tooltool_calls() -> None:
     assert fn["type"] == "function" and fn["function"]["parameters"]["required"] == ["url"]
 
 
+def test_agent_records_bare_and_malformed_calls_for_the_env_to_answer(env: SearchEnv) -> None:
+    from openai.types.chat import ChatCompletionMessage
+
+    from agentworld.envs.agent import action_text, text_calls, tool_calls
+
+    # A bare JSON call with its arguments as a JSON string reads as the decoded object.
+    assert text_calls('Searching: {"name": "web_search", "arguments": "{\\"query\\": \\"x\\"}"}') == [
+        ("web_search", {"query": "x"})]
+    assert text_calls("Done; nothing {to call} here.") == []
+    broken = ChatCompletionMessage.model_validate({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "web_search", "arguments": '{"query": '}}]})
+    [(_, name, args)] = tool_calls(broken)
+    assert args == '{"query": '  # kept as sent, so the env answers with its own error
+    action = action_text(name, args)
+    assert json.loads(action) == {"name": "web_search", "arguments": '{"query": '}
+    assert env.step(action).observation.startswith("Error")
+
+
 def test_agent_driver_plays_an_episode_through_a_real_server(engine: SearchEngine, tmp_path: Path) -> None:
     """The served model is the retrieval backend over (conversation turn -> next tool call)
     pairs from a scripted episode: a nearest-neighbour policy behind ``agentworld serve``'s
