@@ -153,6 +153,7 @@ async def run_agent(env: Env, config: AgentConfig, *, brief: Brief, provenance: 
                     "name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
                     for cid, name, args in calls]
             messages.append(assistant)
+            done = False
             for cid, name, args in calls:
                 turn, done = await asyncio.to_thread(record_turn, env, canonical(name, args))
                 turns.append(turn)
