@@ -1,7 +1,7 @@
 """The SWE environment: real repositories from PyPI sdists, injected bugs, coding tools.
 
 ``make("swe-v1")`` gives a :class:`SweEnv`; ``scripted_repair`` plays a repair episode
-and ``LLMAgent`` drives one through any OpenAI-compatible endpoint.
+and ``agent.run_agent`` drives one through any OpenAI-compatible endpoint.
 """
 
 from agentworld.envs.swe.env import Bug, NoBugFound, SweConfig, SweEnv
