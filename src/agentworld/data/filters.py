@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentworld.domains import get_domain
+from agentworld.tool_calls import call_name
 from agentworld.trajectory import Trajectory, Turn
 
 SKIP_LOSS = "skip_loss"
@@ -150,9 +151,7 @@ def called_tools(action: str) -> list[str | None]:
         if not isinstance(c, dict):
             names.append(None)
             continue
-        fn = c.get("function") if isinstance(c.get("function"), dict) else {}
-        name = c.get("name") or c.get("tool") or c.get("tool_name") or fn.get("name")
-        names.append(str(name) if name else None)
+        names.append(call_name(c))
     return names
 
 

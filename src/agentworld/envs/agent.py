@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld.envs.base import Env
+from agentworld.tool_calls import ToolCallError, decode_arguments
 from agentworld.trajectory import Provenance, Trajectory, Turn
 
 _TEXT_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
@@ -72,11 +73,9 @@ def action_text(name: str, arguments: Any) -> str:
 
 
 def _arguments(raw: Any) -> Any:
-    if not isinstance(raw, str):
-        return raw
     try:
-        return json.loads(raw or "{}")
-    except json.JSONDecodeError:
+        return decode_arguments(raw)
+    except ToolCallError:
         return raw  # sent as is: the env answers with the error a malformed call gets
 
 

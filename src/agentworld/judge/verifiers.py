@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 
 from agentworld.data.filters import ERROR_PATTERNS
 from agentworld.parsing import parse_prediction
+from agentworld.tool_calls import read_tool_call
 from agentworld.trajectory import Trajectory
 
 RULE_REWARD_MAX = 25.0
@@ -106,41 +107,24 @@ _CONTENT_KEYS = ("content", "text", "new_str", "file_text", "contents")
 
 
 def _action_text(action: str) -> str:
-    """Shell text of an action: terminal keystroke lists are joined, tool calls left as JSON."""
+    """Shell text of an action: terminal keystrokes joined, a tool call's command, else the JSON."""
     try:
         value = json.loads(action)
     except json.JSONDecodeError:
         return action
     if isinstance(value, list) and all(isinstance(k, dict) and "keystrokes" in k for k in value):
         return "".join(str(k["keystrokes"]) for k in value)
-    if isinstance(value, dict):
-        args = value.get("arguments") or value.get("args") or value.get("input") or {}
-        if isinstance(args, dict) and isinstance(args.get("command") or args.get("cmd"), str):
-            return args.get("command") or args.get("cmd")
+    if call := read_tool_call(action):
+        command = call[1].get("command") or call[1].get("cmd")
+        if isinstance(command, str):
+            return command
     return action
-
-
-def _tool_call(action: str) -> tuple[str, dict[str, Any]] | None:
-    try:
-        value = json.loads(action)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(value, dict):
-        return None
-    args = value.get("arguments") or value.get("args") or value.get("input") or {}
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError:
-            args = {}
-    name = value.get("name") or value.get("tool") or ""
-    return (str(name), args) if isinstance(args, dict) else None
 
 
 def _writes(action: str) -> dict[str, str]:
     """Files an action writes: path -> content."""
     out: dict[str, str] = {}
-    call = _tool_call(action)
+    call = read_tool_call(action)
     if call and re.search(r"write|create|edit|save|put", call[0], re.IGNORECASE):
         path = next((call[1][k] for k in _PATH_KEYS if isinstance(call[1].get(k), str)), None)
         body = next((call[1][k] for k in _CONTENT_KEYS if isinstance(call[1].get(k), str)), None)
@@ -156,7 +140,7 @@ def _writes(action: str) -> dict[str, str]:
 
 
 def _reads(action: str) -> set[str]:
-    call = _tool_call(action)
+    call = read_tool_call(action)
     paths = set()
     if call and re.search(r"read|view|open|get|cat", call[0], re.IGNORECASE):
         paths |= {v for k in _PATH_KEYS if isinstance(v := call[1].get(k), str)}
@@ -234,9 +218,9 @@ def derive_specs(traj: Trajectory, turn_idx: int) -> list[VerifierSpec]:
                     literals += [(a or b).replace("''", "'") for a, b in _LITERAL.findall(ins.group("rows"))]
         specs.append(_spec("db_query", [x for x in literals if x and x in truth], truth, f"rows inserted into {table}"))
 
-    call = _tool_call(action)
+    call = read_tool_call(action)
     if call and _READ_TOOL.search(call[0]):
-        stored = [v for t in earlier if (c := _tool_call(t.action)) and _WRITE_TOOL.search(c[0]) for v in _leaves(c[1])]
+        stored = [v for t in earlier if (c := read_tool_call(t.action)) and _WRITE_TOOL.search(c[0]) for v in _leaves(c[1])]
         specs.append(_spec("db_query", [v for v in stored if v in truth], truth, f"{call[0]} returns stored records"))
 
     return [s for s in specs if s is not None]

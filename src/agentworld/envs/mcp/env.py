@@ -13,29 +13,29 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from agentworld import tool_calls
 from agentworld.envs.base import Env, Reset, Step
 from agentworld.envs.mcp.client import McpHub
 from agentworld.envs.mcp.servers import Limits, server_spec
 from agentworld.envs.mcp.workspace import build_workspace, describe_workspace
+from agentworld.tool_calls import ToolCallError
 
 
 def parse_tool_call(action: str) -> tuple[str, dict[str, Any]] | str:
     """``(name, arguments)`` from an action, or the reason it is not a tool call."""
     try:
-        call = json.loads(action)
-    except json.JSONDecodeError as exc:
-        return f"Parse error: action is not JSON ({exc.msg} at column {exc.colno})"
-    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-        return 'Invalid request: expected {"name": <tool name>, "arguments": {...}}'
-    args = call.get("arguments", {})
-    if isinstance(args, str):  # OpenAI-style tool calls carry arguments as a JSON string
-        try:
-            args = json.loads(args or "{}")
-        except json.JSONDecodeError:
-            return "Invalid params: arguments is not a JSON object"
-    if not isinstance(args, dict):
-        return "Invalid params: arguments must be a JSON object"
-    return call["name"], args
+        return tool_calls.parse_tool_call(action)
+    except ToolCallError as exc:
+        return _CALL_ERRORS[exc.kind].format(exc=exc)
+
+
+# Observation wording per parse failure, as recorded in shipped trajectories.
+_CALL_ERRORS = {
+    "not_json": "Parse error: action is not JSON ({exc.msg} at column {exc.colno})",
+    "not_a_call": 'Invalid request: expected {{"name": <tool name>, "arguments": {{...}}}}',
+    "arguments_not_json": "Invalid params: arguments is not a JSON object",
+    "arguments_not_object": "Invalid params: arguments must be a JSON object",
+}
 
 
 def dump_observation(data: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld.envs.swe.editor import COMMANDS
+from agentworld.tool_calls import ToolCallError, parse_tool_call
 
 EDITOR_SCHEMA: dict[str, Any] = {
     "name": "str_replace_editor",
@@ -79,22 +80,21 @@ def tool_call(tool: str, /, **arguments: Any) -> str:
 def parse_action(action: str) -> tuple[str, dict[str, Any]]:
     """``(tool name, arguments)``; ``ValueError`` with the agent-facing message otherwise."""
     try:
-        call = json.loads(action)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"the action is not a JSON tool call ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-        raise ValueError('the action must be a JSON object {"name": "<tool>", "arguments": {...}}')
-    args = call.get("arguments", {})
-    if isinstance(args, str):  # OpenAI-style calls carry arguments as a JSON string
-        try:
-            args = json.loads(args or "{}")
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"the tool arguments are not valid JSON ({exc.msg})") from None
-    if not isinstance(args, dict):
-        raise ValueError("the tool arguments must be a JSON object")
-    if call["name"] not in TOOL_NAMES:
-        raise ValueError(f"unknown tool {call['name']!r}; available tools: {', '.join(TOOL_NAMES)}")
-    return call["name"], args
+        name, args = parse_tool_call(action)
+    except ToolCallError as exc:
+        raise ValueError(_CALL_ERRORS[exc.kind].format(exc=exc)) from None
+    if name not in TOOL_NAMES:
+        raise ValueError(f"unknown tool {name!r}; available tools: {', '.join(TOOL_NAMES)}")
+    return name, args
+
+
+# Agent-facing wording per parse failure, as recorded in shipped trajectories.
+_CALL_ERRORS = {
+    "not_json": "the action is not a JSON tool call ({exc.msg} at column {exc.colno})",
+    "not_a_call": 'the action must be a JSON object {{"name": "<tool>", "arguments": {{...}}}}',
+    "arguments_not_json": "the tool arguments are not valid JSON ({exc.msg})",
+    "arguments_not_object": "the tool arguments must be a JSON object",
+}
 
 
 def clip_middle(text: str, limit: int = MAX_BASH_OUTPUT) -> str:

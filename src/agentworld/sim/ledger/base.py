@@ -16,6 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+# Ledgers read calls leniently (alias keys, string arguments); re-exported under the name
+# the domain rules use.
+from agentworld.tool_calls import read_tool_call as parse_tool_call  # noqa: F401
+
 
 class Conflict(BaseModel):
     """A prediction that contradicts what the session established."""
@@ -115,23 +119,3 @@ class NoRules(DomainRules):
 
     def check(self, state: LedgerState, action: str, observation: str) -> list[Conflict]:
         return []
-
-
-def parse_tool_call(action: str) -> tuple[str, dict[str, Any]] | None:
-    """``(name, arguments)`` of a JSON tool-call action, or None when it is not one."""
-    try:
-        data = json.loads(action)
-    except (json.JSONDecodeError, TypeError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    name = data.get("name") or data.get("tool")
-    args = data.get("arguments", data.get("args", {}))
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError:
-            args = {"input": args}
-    if not isinstance(name, str) or not isinstance(args, dict):
-        return None
-    return name, args
