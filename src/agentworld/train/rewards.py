@@ -1,0 +1,97 @@
+"""The hybrid GSPO reward (SPEC section 5): 0.9 * rubric + 0.1 * rule, on a 0-25 scale.
+
+- rubric: the judge's mean over the five dimensions, mapped from [1, 5] onto [5, 25];
+  0 when the judge fails or the answer is truncated or missing. The answer is cut out of
+  the raw completion by strict tag extraction first, so the judge never sees the
+  model's reasoning (a defence against self-praise in the reasoning).
+- rule: the executable binary verifiers of the turn, 25 when all pass, else 0; it
+  anchors the reward to checkable facts.
+
+:class:`HybridReward` is a TRL reward function: GRPOTrainer calls it with the sampled
+completions and the dataset columns of their prompts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from agentworld.bench.format import BenchSample
+from agentworld.judge.base import SCORE_MAX, SCORE_MIN, Judgement, Scorer
+from agentworld.judge.verifiers import RULE_REWARD_MAX, VerifierSpec, rule_reward
+from agentworld.models.base import Prediction
+from agentworld.parsing import parse_prediction
+
+RUBRIC_MIN, RUBRIC_MAX = 5.0, 25.0
+
+
+def rubric_reward(judgement: Judgement | None) -> float:
+    """The judge's 1-5 mean mapped linearly onto [5, 25]; 0 for a failed judgement."""
+    if judgement is None or not judgement.ok or judgement.total is None:
+        return 0.0
+    share = (judgement.total - SCORE_MIN) / (SCORE_MAX - SCORE_MIN)
+    return RUBRIC_MIN + share * (RUBRIC_MAX - RUBRIC_MIN)
+
+
+def hybrid_reward(rubric: float, rule: float, *, rubric_weight: float = 0.9, rule_weight: float = 0.1) -> float:
+    return rubric_weight * rubric + rule_weight * rule
+
+
+def prediction_of(raw: str) -> Prediction:
+    """A completion as the judge sees it: the extracted observation, reasoning removed."""
+    parsed = parse_prediction(raw)
+    return Prediction(text="", observation=parsed.observation, status=parsed.status)
+
+
+def completion_text(completion: Any) -> str:
+    """The text of a TRL completion: a string, or a conversational list of messages."""
+    if isinstance(completion, str):
+        return completion
+    return "".join(m.get("content") or "" for m in completion if m.get("role", "assistant") == "assistant")
+
+
+@dataclass
+class RewardParts:
+    rubric: float
+    rule: float
+    total: float
+
+
+class HybridReward:
+    """TRL reward function: ``reward(prompts, completions, bench_sample, verifiers, **kw)``."""
+
+    def __init__(self, scorer: Scorer, *, rubric_weight: float = 0.9, rule_weight: float = 0.1):
+        self.scorer = scorer
+        self.rubric_weight = rubric_weight
+        self.rule_weight = rule_weight
+        # TRL logs each reward function under its __name__.
+        self.__name__ = "hybrid_reward"
+
+    async def score_one(self, raw: str, sample: BenchSample, specs: list[VerifierSpec]) -> RewardParts:
+        pred = prediction_of(raw)
+        judgement = await self.scorer.score(sample, pred) if pred.ok else None
+        rubric = rubric_reward(judgement)
+        # No verifier for this turn: the rule part cannot anchor anything, so it follows
+        # the format check alone (a complete answer passes the empty set of checks).
+        rule = rule_reward(specs, raw)
+        total = hybrid_reward(rubric, rule, rubric_weight=self.rubric_weight, rule_weight=self.rule_weight)
+        return RewardParts(rubric, rule, total)
+
+    async def score_batch(self, raws: list[str], samples: list[str], verifiers: list[str]) -> list[RewardParts]:
+        jobs = []
+        for raw, sample_json, spec_json in zip(raws, samples, verifiers):
+            sample = BenchSample.model_validate_json(sample_json)
+            specs = [VerifierSpec.model_validate(s) for s in json.loads(spec_json or "[]")]
+            jobs.append(self.score_one(raw, sample, specs))
+        return list(await asyncio.gather(*jobs))
+
+    def __call__(
+        self, prompts: list[Any], completions: list[Any], bench_sample: list[str], verifiers: list[str], **_: Any
+    ) -> list[float]:
+        raws = [completion_text(c) for c in completions]
+        return [p.total for p in asyncio.run(self.score_batch(raws, bench_sample, verifiers))]
+
+
+__all__ = ["RULE_REWARD_MAX", "HybridReward", "RewardParts", "completion_text", "hybrid_reward", "rubric_reward"]

@@ -1,0 +1,94 @@
+"""The hybrid GSPO reward on known numbers, and trainer configs from YAML."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentworld.bench.format import BenchSample
+from agentworld.bench.select import make_sample
+from agentworld.judge.base import Judgement
+from agentworld.judge.verifiers import VerifierSpec
+from agentworld.models.base import Prediction
+from agentworld.prompts import format_observation, trajectory_system_prompt
+from agentworld.train.config import (
+    CONFIG_NAME,
+    GSPOTrainConfig,
+    load_train_config,
+    read_train_config,
+    save_train_config,
+)
+from agentworld.train.rewards import HybridReward, completion_text, hybrid_reward, rubric_reward
+from agentworld.trajectory import read_trajectories
+
+ROOT = Path(__file__).parents[1]
+
+
+def judged(**scores: int) -> Judgement:
+    return Judgement(judge="test", scores=scores)
+
+
+def test_rubric_maps_1_5_onto_5_25_and_failures_to_zero() -> None:
+    dims = ("format", "factuality", "consistency", "realism", "quality")
+    assert rubric_reward(judged(**dict.fromkeys(dims, 1))) == 5.0
+    assert rubric_reward(judged(**dict.fromkeys(dims, 5))) == 25.0
+    assert rubric_reward(judged(format=3, factuality=4, consistency=2, realism=5, quality=1)) == 15.0
+    assert rubric_reward(Judgement.failed("test", "endpoint down")) == 0.0
+    assert rubric_reward(judged()) == 0.0  # no valid dimension
+    assert rubric_reward(None) == 0.0
+    assert hybrid_reward(15.0, 25.0) == pytest.approx(0.9 * 15 + 0.1 * 25)
+    assert hybrid_reward(25.0, 0.0) == pytest.approx(22.5)
+
+
+class FixedJudge:
+    """A scorer with fixed scores that records what it was shown."""
+
+    name = "fixed"
+
+    def __init__(self, score: int):
+        self.score_value = score
+        self.seen: list[Prediction] = []
+
+    async def score(self, sample: BenchSample, prediction: Prediction) -> Judgement:
+        self.seen.append(prediction)
+        return Judgement(judge=self.name, scores=dict.fromkeys(
+            ("format", "factuality", "consistency", "realism", "quality"), self.score_value))
+
+
+def _sample() -> str:
+    traj = read_trajectories(ROOT / "examples" / "trajectories.jsonl").items[0]
+    return make_sample(traj, 1, system_str=trajectory_system_prompt(traj)).model_dump_json()
+
+
+def test_hybrid_reward_function_as_trl_calls_it() -> None:
+    judge = FixedJudge(4)  # rubric (4-1)/4*20+5 = 20
+    reward = HybridReward(judge)
+    specs = json.dumps([VerifierSpec(kind="write_read", must_contain=["x = 41"]).model_dump()])
+    good = format_observation("x = 41", "I think the file holds x = 41 and the judge should love it")
+    wrong = format_observation("x = 42")
+    truncated = "<think>hm</think><predicted_observation>x = 41"
+    missing = "x = 41"
+    completions = [[{"role": "assistant", "content": c}] for c in (good, wrong, truncated, missing)]
+    rewards = reward(prompts=[[]] * 4, completions=completions, bench_sample=[_sample()] * 4, verifiers=[specs] * 4)
+    assert rewards == pytest.approx([0.9 * 20 + 0.1 * 25, 0.9 * 20, 0.0, 0.0])
+    # the judge saw only the two complete answers, never the reasoning
+    assert [p.observation for p in judge.seen] == ["x = 41", "x = 42"]
+    assert all(p.reasoning is None and "think" not in (p.text + (p.observation or "")) for p in judge.seen)
+    assert reward.__name__ == "hybrid_reward"
+    assert completion_text("plain") == "plain"
+
+
+def test_configs_load_from_yaml_with_overrides_and_round_trip(tmp_path: Path) -> None:
+    for kind in ("cpt", "sft", "gspo"):
+        cfg = load_train_config(kind, ROOT / "configs" / "train" / f"{kind}.yaml", {"max_steps": 3, "lora": None})
+        assert cfg.max_steps == 3
+    cfg = load_train_config("gspo", ROOT / "configs" / "train" / "gspo.yaml", {"lora": True})
+    assert isinstance(cfg, GSPOTrainConfig) and cfg.lora and cfg.rubric_weight == 0.9
+    assert save_train_config(cfg, tmp_path).name == CONFIG_NAME
+    assert read_train_config(tmp_path) == cfg
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("learning_rat: 0.1\n")
+    with pytest.raises(ValueError, match="did you mean 'learning_rate'"):
+        load_train_config("sft", bad)
