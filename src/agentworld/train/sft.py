@@ -1,0 +1,54 @@
+"""Supervised fine-tuning with TRL's ``SFTTrainer`` on the rejection-sampled chats.
+
+Rows come from ``agentworld data build sft``: a conversational ``prompt`` (system
+prompt, history, the action) and a ``completion`` (reasoning in ``<think>``, then the
+observation block). With ``completion_only_loss`` only the completion is learned.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentworld.train.common import (
+    SaveConfigCallback,
+    TrainResult,
+    load_dataset,
+    load_model,
+    resolve_model,
+    run_trainer,
+    trainer_arguments,
+)
+from agentworld.train.config import SFTTrainConfig
+
+COLUMNS = {"prompt", "completion"}
+
+
+def build_trainer(config: SFTTrainConfig, *, callbacks: list[Any] | None = None) -> tuple[Any, Any]:
+    """TRL's ``SFTTrainer`` for ``config`` and the tokenizer to save with it."""
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    dataset = load_dataset(config.data, "sft", COLUMNS).select_columns(sorted(COLUMNS))
+    path = resolve_model(config.model)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = load_model(path, config)
+    args = SFTConfig(
+        **trainer_arguments(config),
+        max_length=config.max_length,
+        completion_only_loss=config.completion_only_loss,
+        dataset_num_proc=None,
+    )
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        callbacks=[SaveConfigCallback(config), *(callbacks or [])],
+    )
+    return trainer, tokenizer
+
+
+def train_sft(config: SFTTrainConfig) -> TrainResult:
+    """Run SFT to ``config.output_dir``, resuming from its newest checkpoint."""
+    trainer, tokenizer = build_trainer(config)
+    return run_trainer(trainer, config, tokenizer)
