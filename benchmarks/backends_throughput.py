@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -28,6 +26,7 @@ from contextlib import contextmanager
 
 import httpx
 
+from agentworld.launch import launched
 from agentworld.models import GenerationConfig, WorldModel, load_backend
 from agentworld.models.openai_api import OpenAIBackend
 from agentworld.models.smol import converted_checkpoint
@@ -93,31 +92,10 @@ async def interleaved(settings: dict, rounds: int) -> dict:
 @contextmanager
 def smol_server() -> Iterator[str]:
     """``agentworld serve --backend smol`` on a free port, for the duration of the block."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agentworld", "serve", "--backend", "smol", "--port", str(port), "--served-model-name", "smol"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 600
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("agentworld serve did not start") from None
-                time.sleep(0.5)
+    with launched("serve", "--backend", "smol", "--served-model-name", "smol", timeout=600) as url:
         yield url
         stats = httpx.get(f"{url}/stats").json()
         print(f"  serve: {stats['batches']} batches, largest {stats['peak_batch_rows']} rows", file=sys.stderr)
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 def main() -> None:

@@ -15,20 +15,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
-
 from agentworld.bench.format import load_bench_dir, write_bench_dir
 from agentworld.bench.infer import run_infer
 from agentworld.bench.select import trajectories_to_samples
+from agentworld.launch import launched
 from agentworld.models import GenerationConfig, WorldModel, load_backend
 from agentworld.trajectory import Trajectory, Turn, write_trajectories
 
@@ -48,35 +43,6 @@ def synthetic_bench(tmp: Path, n_samples: int) -> tuple[Path, Path]:
     write_trajectories(tmp / "trajs.jsonl", trajs)
     write_bench_dir(tmp / "bench", trajectories_to_samples(trajs, policy="all"))
     return tmp / "bench", tmp / "trajs.jsonl"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def server(args: list[str]):
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "agentworld", "serve", "--port", str(port), *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 900
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"server exited: {proc.stderr.read()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise SystemExit("server did not start in 900 s")
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 async def measure(url: str, samples, out: Path, concurrency: int, max_tokens: int) -> tuple[float, int]:
@@ -100,7 +66,8 @@ def main() -> None:
         bench, source = (args.bench, args.bench) if args.bench else synthetic_bench(tmp, args.samples)
         samples = load_bench_dir(bench).samples[: args.samples]
         serve_args = ["--backend", args.backend] + (["--source", str(source)] if args.backend == "retrieval" else [])
-        with server(serve_args) as url:
+        with launched("serve", *serve_args, timeout=900) as base:
+            url = f"{base}/v1"
             # One untimed warm-up request so model loading and first-call costs are not measured.
             asyncio.run(measure(url, samples[:1], tmp / "warmup.jsonl", 1, args.max_tokens))
             rows = []

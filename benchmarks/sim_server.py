@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,6 +28,7 @@ from pathlib import Path
 import httpx
 import yaml
 
+from agentworld.launch import launched
 from agentworld.models import DEFAULT_GENERATION, WorldModel, load_backend
 from agentworld.sim import PerturbationSpec, Scenario, SimEnv
 from agentworld.trajectory import Trajectory, Turn, write_trajectories
@@ -52,29 +51,13 @@ def corpus(path: Path, n: int = 300) -> Path:
     return path
 
 
-def serve(tmp: Path, source: Path, scenario: Scenario, spec: PerturbationSpec, max_sessions: int) -> tuple[subprocess.Popen, str]:
-    """``agentworld sim serve`` in its own process; returns it and its URL once healthy."""
+def serve(tmp: Path, source: Path, scenario: Scenario, spec: PerturbationSpec, max_sessions: int):
+    """``agentworld sim serve`` in its own process for the duration of the block; yields its URL."""
     (tmp / "scenario.yaml").write_text(yaml.safe_dump(scenario.model_dump(mode="json")))
     (tmp / "perturb.yaml").write_text(yaml.safe_dump(spec.model_dump(mode="json")))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agentworld", "sim", "serve", "-b", "retrieval", "--source", str(source),
-         "--scenario", str(tmp / "scenario.yaml"), "-p", str(tmp / "perturb.yaml"), "--port", str(port),
-         "--max-sessions", str(max_sessions), "--max-inflight", "64", "--max-waiting", "4096", "--concurrency", "64"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/health").status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError(f"the server did not come up: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+    return launched("sim", "serve", "-b", "retrieval", "--source", str(source), "--scenario", str(tmp / "scenario.yaml"),
+                    "-p", str(tmp / "perturb.yaml"), "--max-sessions", str(max_sessions), "--max-inflight", "64",
+                    "--max-waiting", "4096", "--concurrency", "64", timeout=60)
 
 
 class RawHttp:
@@ -142,7 +125,8 @@ async def main(steps: int, session_counts: list[int]) -> None:
         await env.astep(ks(COMMANDS[i % len(COMMANDS)]))
     in_process = await timed(sim_step, steps)
 
-    proc, url = serve(tmp, source, scenario, spec, max(session_counts))
+    servers = contextlib.ExitStack()
+    url = servers.enter_context(serve(tmp, source, scenario, spec, max(session_counts)))
     try:
         limits = httpx.Limits(max_connections=max(session_counts), max_keepalive_connections=max(session_counts))
         async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
@@ -211,8 +195,7 @@ async def main(steps: int, session_counts: list[int]) -> None:
                 print(f"  {k:5d} sessions: {held} held at once, {errors} errors, {3 * len(sids) / dt:7.1f} steps/s")
                 await asyncio.gather(*(client.post("/close", json={"session_id": s}) for s in sids))
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        servers.close()
     await wm.aclose()
 
 

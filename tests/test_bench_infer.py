@@ -1,20 +1,18 @@
-import asyncio
 import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from agentworld.bench.format import load_bench_dir, write_bench_dir
 from agentworld.bench.infer import load_predictions, run_infer, select_samples
 from agentworld.bench.select import trajectories_to_samples
+from agentworld.launch import launched
 from agentworld.models import WorldModel, load_backend
 from agentworld.trajectory import Trajectory, Turn, write_trajectories
 
@@ -43,38 +41,11 @@ def make_bench(tmp: Path, n: int, turns: int = 5) -> tuple[Path, Path]:
     return tmp / "bench", src
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def serve(source: Path, *extra: str, timeout: float = 300.0):
     """``agentworld serve`` with the retrieval backend over ``source``; yields its base URL."""
-    port = free_port()
-    cmd = [sys.executable, "-m", "agentworld", "serve", "--backend", "retrieval", "--source", str(source), "--port", str(port), *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited: {proc.stderr.read()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise TimeoutError("server did not come up")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with launched("serve", "--backend", "retrieval", "--source", str(source), *extra, timeout=timeout) as url:
+        yield f"{url}/v1"
 
 
 def keys_in(path: Path) -> list[tuple[str, int]]:

@@ -9,17 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import subprocess
-import sys
-import time
 
-import httpx
 import pytest
 
-from agentworld.envs.swe import REPOS, SweEnv, tool_call
 from agentworld.envs.agent import tool_response
+from agentworld.envs.swe import REPOS, SweEnv, tool_call
 from agentworld.envs.swe.agent import agent_config, run_agent, text_tool_call
+from agentworld.launch import launched
 from agentworld.trajectory import Trajectory, Turn, write_trajectories
 
 pytestmark = pytest.mark.sandbox
@@ -50,29 +46,8 @@ def policy_server(tmp_path_factory) -> str:
     ]
     store = tmp_path_factory.mktemp("policy") / "policy.jsonl"
     write_trajectories(store, [Trajectory(id="policy", domain="swe", turns=[Turn(action=a, observation=o) for a, o in policy])])
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "agentworld", "serve", "--backend", "retrieval", "--source",
-                             str(store), "--served-model-name", "policy", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(proc.stdout.read().decode()[-2000:])  # type: ignore[union-attr]
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "server did not come up"
-            time.sleep(0.2)
+    with launched("serve", "--backend", "retrieval", "--source", str(store), "--served-model-name", "policy") as url:
         yield f"{url}/v1"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 @pytest.mark.slow

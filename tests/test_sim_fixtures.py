@@ -7,13 +7,13 @@ model the simulator tests run against; its index is built from the trajectories 
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from agentworld.launch import free_port
 from agentworld.models import WorldModel, load_backend
 from agentworld.trajectory import Trajectory, Turn, write_trajectories
 
@@ -83,12 +83,6 @@ def mcp_source(tmp_path: Path) -> Path:
 @pytest.fixture
 def mcp_wm(mcp_source: Path) -> WorldModel:
     return WorldModel(load_backend("retrieval", source=mcp_source, domain="mcp"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ServerThread:
