@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from agentworld.prompts import OBS_CLOSE, OBS_OPEN, THINK_CLOSE, THINK_OPEN
+from agentworld.prompts import OBS_CLOSE, OBS_OPEN
 
 MARKER = "**Environment Observation:**"
 EVAL_OPEN, EVAL_CLOSE = "<final_evaluation>", "</final_evaluation>"
