@@ -77,6 +77,9 @@ def test_hybrid_reward_function_as_trl_calls_it() -> None:
     assert [p.observation for p in judge.seen] == ["x = 41", "x = 42"]
     assert all(p.reasoning is None and "think" not in (p.text + (p.observation or "")) for p in judge.seen)
     assert reward.__name__ == "hybrid_reward"
+    # a second batch runs on the same loop (an LLM judge's client stays usable)
+    assert reward(prompts=[[]], completions=completions[:1], bench_sample=[_sample()], verifiers=[specs]) == rewards[:1]
+    reward.close()
     assert completion_text("plain") == "plain"
 
 

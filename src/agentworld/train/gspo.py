@@ -84,4 +84,9 @@ def build_trainer(
 def train_gspo(config: GSPOTrainConfig, *, judge: Scorer | None = None) -> TrainResult:
     """Run GSPO to ``config.output_dir``, resuming from its newest checkpoint."""
     trainer, tokenizer = build_trainer(config, judge=judge)
-    return run_trainer(trainer, config, tokenizer)
+    try:
+        return run_trainer(trainer, config, tokenizer)
+    finally:
+        for reward in trainer.reward_funcs:
+            if isinstance(reward, HybridReward):
+                reward.close()

@@ -68,6 +68,9 @@ class HybridReward:
         self.rule_weight = rule_weight
         # TRL logs each reward function under its __name__.
         self.__name__ = "hybrid_reward"
+        # One loop for the whole run: an LLM judge's async HTTP client is bound to the
+        # loop it first ran on, so a fresh loop per batch would break it.
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def score_one(self, raw: str, sample: BenchSample, specs: list[VerifierSpec]) -> RewardParts:
         pred = prediction_of(raw)
@@ -91,7 +94,14 @@ class HybridReward:
         self, prompts: list[Any], completions: list[Any], bench_sample: list[str], verifiers: list[str], **_: Any
     ) -> list[float]:
         raws = [completion_text(c) for c in completions]
-        return [p.total for p in asyncio.run(self.score_batch(raws, bench_sample, verifiers))]
+        if self._loop is None or self._loop.is_closed():
+            self._loop = asyncio.new_event_loop()
+        parts = self._loop.run_until_complete(self.score_batch(raws, bench_sample, verifiers))
+        return [p.total for p in parts]
+
+    def close(self) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.close()
 
 
 __all__ = ["RULE_REWARD_MAX", "HybridReward", "RewardParts", "completion_text", "hybrid_reward", "rubric_reward"]
