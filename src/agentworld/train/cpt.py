@@ -52,6 +52,9 @@ def build_trainer(config: CPTTrainConfig, *, callbacks: list[Any] | None = None)
     path = resolve_model(config.model)
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = load_model(path, config)
+    # Without a KV cache, position_ids that restart mark packed samples and transformers
+    # builds a block-diagonal attention mask: packed samples never see each other.
+    model.config.use_cache = False
     args = TrainingArguments(**trainer_arguments(config), remove_unused_columns=False)
     trainer = Trainer(
         model=model,
