@@ -168,6 +168,11 @@ def test_cli_trains_and_explains_missing_inputs(tmp_path: Path, datasets_dir: Pa
     assert res.exit_code == 2 and "agentworld data build sft" in res.output
     res = runner.invoke(app, ["train", "gspo", "--data", str(datasets_dir / "rl"), "--model", str(tmp_path)])
     assert res.exit_code == 2 and "no model checkpoint" in res.output
+    odd = tmp_path / "odd.yaml"
+    odd.write_text("num_generations: 4\nper_device_train_batch_size: 3\nsteps_per_generation: 1\n")
+    res = runner.invoke(app, ["train", "gspo", "-c", str(odd), "--data", str(datasets_dir / "rl"), "--model", str(tiny),
+                              "--out", str(tmp_path / "odd")])
+    assert res.exit_code == 2 and "num_generations" in res.output and "configs/train/gspo.yaml" in res.output
     res = runner.invoke(app, ["train", "cpt", "--config", str(ROOT / "configs/train/cpt.yaml"),
                               "--data", str(datasets_dir / "cpt"), "--model", str(tiny),
                               "--out", str(tmp_path / "cli"), "--max-steps", "1", "--lora"])

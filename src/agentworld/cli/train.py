@@ -21,7 +21,7 @@ LoraOpt = Annotated[bool | None, typer.Option("--lora/--no-lora", help="Train a 
 
 def _run(kind: str, config_file: Path | None, overrides: dict[str, Any]) -> None:
     from agentworld.train.common import TrainInputError
-    from agentworld.train.config import field_help, load_train_config, TRAINERS
+    from agentworld.train.config import TRAINERS, field_help, load_train_config
 
     if config_file is not None and not config_file.exists():
         raise fail(f"no such config file: {config_file}", f"start from configs/train/{kind}.yaml")
@@ -35,6 +35,9 @@ def _run(kind: str, config_file: Path | None, overrides: dict[str, Any]) -> None
         result = train(config)
     except TrainInputError as exc:
         raise fail(str(exc), exc.hint) from None
+    except ValueError as exc:
+        # TRL and transformers check their arguments when the trainer is built.
+        raise fail(str(exc), f"adjust the values in the {kind} config (see configs/train/{kind}.yaml)") from None
     except ImportError as exc:
         raise fail(f"training needs {exc.name or 'an optional dependency'}", "pip install 'agentworld[train]'") from None
     if result.resumed_from:
