@@ -21,6 +21,7 @@ from agentworld.judge import RuleScorer
 from agentworld.models import WorldModel, load_backend
 from agentworld.models.tiny import build_tiny_checkpoint
 from agentworld.prompts import OBS_CLOSE, OBS_OPEN
+from agentworld.train.common import run_trainer
 from agentworld.train.config import CONFIG_NAME, CPTTrainConfig, GSPOTrainConfig, SFTTrainConfig, read_train_config
 from agentworld.train.cpt import build_trainer as cpt_trainer
 from agentworld.train.cpt import collate_padding_free, train_cpt
@@ -117,8 +118,6 @@ def test_sft_lora_trains_on_the_completion_only(tmp_path: Path, datasets_dir: Pa
     target = tokenizer.decode(ids[labels != IGNORE_INDEX])
     assert OBS_OPEN in target and OBS_CLOSE in target
     assert "<|im_start|>system" in tokenizer.decode(ids) and "system" not in target  # prompt is context only
-    from agentworld.train.common import run_trainer
-
     result = run_trainer(trainer, cfg, tokenizer)
     assert result.global_step == 2
     adapter = weights(tmp_path / "out")
@@ -157,8 +156,6 @@ def test_gspo_moves_the_policy_with_the_hybrid_reward(tmp_path: Path, datasets_d
 
 
 def _state(folder: Path) -> list[dict]:
-    import json
-
     return json.loads((folder / "trainer_state.json").read_text())["log_history"]
 
 
