@@ -22,12 +22,17 @@ from agentworld.models import WorldModel, load_backend
 from agentworld.models.tiny import build_tiny_checkpoint
 from agentworld.prompts import OBS_CLOSE, OBS_OPEN
 from agentworld.train.common import run_trainer
-from agentworld.train.config import CONFIG_NAME, CPTTrainConfig, GSPOTrainConfig, SFTTrainConfig, read_train_config
+from agentworld.train.config import (
+    CONFIG_NAME,
+    CPTTrainConfig,
+    GSPOTrainConfig,
+    SFTTrainConfig,
+    read_train_config,
+)
 from agentworld.train.cpt import build_trainer as cpt_trainer
 from agentworld.train.cpt import collate_padding_free, train_cpt
 from agentworld.train.gspo import train_gspo
 from agentworld.train.sft import build_trainer as sft_trainer
-from agentworld.train.sft import train_sft
 
 ROOT = Path(__file__).parents[1]
 EXAMPLES = ROOT / "examples"

@@ -20,7 +20,12 @@ from agentworld.train.config import (
     read_train_config,
     save_train_config,
 )
-from agentworld.train.rewards import HybridReward, completion_text, hybrid_reward, rubric_reward
+from agentworld.train.rewards import (
+    HybridReward,
+    completion_text,
+    hybrid_reward,
+    rubric_reward,
+)
 from agentworld.trajectory import read_trajectories
 
 ROOT = Path(__file__).parents[1]

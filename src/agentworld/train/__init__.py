@@ -5,6 +5,11 @@ Each trainer takes a dataset written by ``agentworld data build`` and a model fo
 output folder and saves its config next to every checkpoint.
 """
 
-from agentworld.train.config import CPTTrainConfig, GSPOTrainConfig, SFTTrainConfig, TRAINERS
+from agentworld.train.config import (
+    TRAINERS,
+    CPTTrainConfig,
+    GSPOTrainConfig,
+    SFTTrainConfig,
+)
 
 __all__ = ["TRAINERS", "CPTTrainConfig", "GSPOTrainConfig", "SFTTrainConfig"]

@@ -13,7 +13,13 @@ from typing import Any
 
 import yaml
 
-from agentworld.data.config import build_config, config_dict, field_help, load_config, opt
+from agentworld.data.config import (
+    build_config,
+    config_dict,
+    field_help,
+    load_config,
+    opt,
+)
 
 CONFIG_NAME = "agentworld_train.yaml"
 """File name of the trainer config saved next to every checkpoint."""
