@@ -86,6 +86,19 @@ def load_model(path: Path, config: CommonTrainConfig) -> Any:
     return model
 
 
+def load_inputs(
+    config: CommonTrainConfig, trainer: str, columns: set[str], *, padding_side: str | None = None
+) -> tuple[Any, Any, Any]:
+    """What every trainer starts from: its dataset (only ``columns``), tokenizer and model."""
+    from transformers import AutoTokenizer
+
+    dataset = load_dataset(config.data, trainer, columns).select_columns(sorted(columns))
+    path = resolve_model(config.model)
+    extra = {"padding_side": padding_side} if padding_side else {}
+    tokenizer = AutoTokenizer.from_pretrained(path, **extra)
+    return dataset, tokenizer, load_model(path, config)
+
+
 def lora_config(config: CommonTrainConfig) -> Any:
     from peft import LoraConfig
 

@@ -16,9 +16,7 @@ from agentworld.data.packing import IGNORE_INDEX
 from agentworld.train.common import (
     SaveConfigCallback,
     TrainResult,
-    load_dataset,
-    load_model,
-    resolve_model,
+    load_inputs,
     run_trainer,
     trainer_arguments,
 )
@@ -46,12 +44,9 @@ def collate_padding_free(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def build_trainer(config: CPTTrainConfig, *, callbacks: list[Any] | None = None) -> tuple[Any, Any]:
     """The transformers ``Trainer`` for ``config`` and the tokenizer to save with it."""
-    from transformers import AutoTokenizer, Trainer, TrainingArguments
+    from transformers import Trainer, TrainingArguments
 
-    dataset = load_dataset(config.data, "cpt", COLUMNS).select_columns(sorted(COLUMNS))
-    path = resolve_model(config.model)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = load_model(path, config)
+    dataset, tokenizer, model = load_inputs(config, "cpt", COLUMNS)
     # Without a KV cache, position_ids that restart mark packed samples and transformers
     # builds a block-diagonal attention mask: packed samples never see each other.
     model.config.use_cache = False

@@ -15,9 +15,7 @@ from agentworld.judge.base import Scorer
 from agentworld.train.common import (
     SaveConfigCallback,
     TrainResult,
-    load_dataset,
-    load_model,
-    resolve_model,
+    load_inputs,
     run_trainer,
     trainer_arguments,
 )
@@ -62,13 +60,9 @@ def build_trainer(
     config: GSPOTrainConfig, *, judge: Scorer | None = None, callbacks: list[Any] | None = None
 ) -> tuple[Any, Any]:
     """TRL's ``GRPOTrainer`` set up for GSPO, and the tokenizer to save with it."""
-    from transformers import AutoTokenizer
     from trl import GRPOTrainer
 
-    dataset = load_dataset(config.data, "gspo", COLUMNS).select_columns(sorted(COLUMNS))
-    path = resolve_model(config.model)
-    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
-    model = load_model(path, config)
+    dataset, tokenizer, model = load_inputs(config, "gspo", COLUMNS, padding_side="left")
     reward = HybridReward(judge or make_judge(config), rubric_weight=config.rubric_weight, rule_weight=config.rule_weight)
     trainer = GRPOTrainer(
         model=model,

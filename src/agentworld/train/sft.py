@@ -12,9 +12,7 @@ from typing import Any
 from agentworld.train.common import (
     SaveConfigCallback,
     TrainResult,
-    load_dataset,
-    load_model,
-    resolve_model,
+    load_inputs,
     run_trainer,
     trainer_arguments,
 )
@@ -25,13 +23,9 @@ COLUMNS = {"prompt", "completion"}
 
 def build_trainer(config: SFTTrainConfig, *, callbacks: list[Any] | None = None) -> tuple[Any, Any]:
     """TRL's ``SFTTrainer`` for ``config`` and the tokenizer to save with it."""
-    from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    dataset = load_dataset(config.data, "sft", COLUMNS).select_columns(sorted(COLUMNS))
-    path = resolve_model(config.model)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = load_model(path, config)
+    dataset, tokenizer, model = load_inputs(config, "sft", COLUMNS)
     args = SFTConfig(
         **trainer_arguments(config),
         max_length=config.max_length,
