@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Rebuild the embedded default world model: a LoRA CPT adapter on SmolLM2-135M trained on the
+# train split of the recorded local trajectories. About 80 s on one GPU; on 2 CPU cores
+# expect about an hour (roughly 15 s a step, 252 steps). Result: runs/smolft/adapter; copy
+# adapter_config.json and adapter_model.safetensors into src/agentworld/models/adapters/smol/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p runs/smolft
+python3 - <<'PY'
+from pathlib import Path
+from agentworld.trajectory import read_trajectories, write_trajectories
+
+train = [t for p in sorted(Path("benchmarks/local/trajectories").glob("*.jsonl"))
+         for t in read_trajectories(p).items if getattr(t.provenance, "split", None) != "test"]
+write_trajectories("runs/smolft/train_trajs.jsonl", train)
+print(f"{len(train)} train-split trajectories")
+PY
+agentworld data build cpt --config configs/data/cpt_smol_default.yaml
+agentworld train cpt --config configs/train/cpt_smol_default.yaml
