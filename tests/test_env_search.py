@@ -259,3 +259,29 @@ def test_agent_driver_plays_an_episode_through_a_real_server(engine: SearchEngin
     assert [t.action for t in traj.turns] == [t.action for t in demo.turns]
     assert [t.observation for t in traj.turns] == [t.observation for t in demo.turns]
     assert "Both pages are noted." in traj.final_answer  # the policy server wraps replies in its output tags
+
+
+def test_collect_cli_records_llm_agent_episodes(engine: SearchEngine, corpus: Path, tmp_path: Path) -> None:
+    """``collect search --agent-model`` drives episodes through a real served policy: the
+    retrieval backend behind ``agentworld serve`` answering with a scripted episode's calls."""
+    from agentworld.envs.agent import tool_response
+    from agentworld.launch import launched
+    from agentworld.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
+
+    task = make_task(engine, 4, "compare")
+    demo = run_scripted(SearchEnv(engine=engine), task, trajectory_id="demo", seed=4)
+    prompts = [task.description] + [tool_response(t.observation) for t in demo.turns]
+    replies = [f"<tool_call>{t.action}</tool_call>" for t in demo.turns] + ["Both pages are noted."]
+    store = tmp_path / "policy.jsonl"
+    write_trajectories(store, [Trajectory(id="policy", domain="search",
+                                          turns=[Turn(action=a, observation=o) for a, o in zip(prompts, replies)])])
+    out = tmp_path / "agent.jsonl"
+    with launched("serve", "--backend", "retrieval", "--source", str(store), "--domain", "search",
+                  "--served-model-name", "nn-policy") as url:
+        res = CliRunner().invoke(app, [
+            "collect", "search", "--corpus", str(corpus), "--no-build", "--out", str(out), "--episodes", "1",
+            "--test-episodes", "0", "--template", "compare", "--agent-model", "nn-policy",
+            "--agent-base-url", f"{url}/v1", "--agent-text-tools"])
+    assert res.exit_code == 0, res.output
+    trajs = read_trajectories(out, strict=True).items
+    assert len(trajs) == 1 and trajs[0].provenance.agent == "nn-policy" and trajs[0].turns

@@ -21,6 +21,26 @@ def _agent(model: str | None, url: str | None, key: str, native: bool) -> Any:
     return AgentConfig(model=model, base_url=url, api_key=key, native_tools=native)
 
 
+def _check_templates(kind: str, names: list[str] | None, templates: Any) -> None:
+    for name in names or []:
+        if name not in templates:
+            raise fail(f"unknown {kind} task template {name!r}", f"choose from: {', '.join(templates)}")
+
+
+def _play(env: Any, task: Any, config: Any, job: Any, environment: str) -> Any:
+    """One tool-use episode: the scripted policy, or the LLM agent when one is configured."""
+    if config is None:
+        from agentworld.envs.mcp.episode import run_scripted
+
+        return run_scripted(env, task, trajectory_id=job.job_id, seed=job.seed, environment=environment)
+    import asyncio
+
+    from agentworld.envs.mcp.agent import run_agent
+
+    # Worker threads own no event loop; the episode finishes here, before the env closes.
+    return asyncio.run(run_agent(env, task, config, trajectory_id=job.job_id, seed=job.seed, environment=environment))
+
+
 @app.command("mcp")
 def collect_mcp(
     out_path: Out = None,
@@ -36,11 +56,9 @@ def collect_mcp(
     agent_native_tools: AgentNative = True,
 ) -> None:
     """Record episodes against real MCP servers (time, git, fetch, filesystem, memory, everything, sequential-thinking)."""
-    from agentworld.envs.mcp import TEMPLATES, McpEnv, make_task, missing_servers, run_scripted
+    from agentworld.envs.mcp import TEMPLATES, McpEnv, make_task, missing_servers
 
-    for name in template or []:
-        if name not in TEMPLATES:
-            raise fail(f"unknown MCP task template {name!r}", f"choose from: {', '.join(TEMPLATES)}")
+    _check_templates("MCP", template, TEMPLATES)
     needed = sorted({s for name in (template or TEMPLATES) for s in make_task(0, name).options["servers"]})
     if problems := missing_servers(needed):
         raise fail("some MCP servers cannot start:\n  " + "\n  ".join(problems), "run scripts/setup.sh")
@@ -48,17 +66,8 @@ def collect_mcp(
 
     def run_one(job: Any) -> Any:
         task = make_task(job.seed, job.task)
-        env_id = "mcp/" + "+".join(task.options["servers"])
         with McpEnv() as env:
-            if config is None:
-                return run_scripted(env, task, trajectory_id=job.job_id, seed=job.seed, environment=env_id)
-            import asyncio
-
-            from agentworld.envs.mcp.agent import run_agent
-
-            # Finish the agent's episode here, before the servers close (worker threads own no loop).
-            return asyncio.run(run_agent(env, task, config, trajectory_id=job.job_id, seed=job.seed,
-                                         environment=env_id))
+            return _play(env, task, config, job, "mcp/" + "+".join(task.options["servers"]))
 
     run_and_report("mcp", split_jobs("mcp", episodes, test_episodes, seed, template), run_one,
          out_path or Path("runs/collect/mcp.jsonl"), workers, bench_dir)
@@ -88,9 +97,7 @@ def collect_search(
     from agentworld.envs.search.index import build_corpus, corpus_ready, default_corpus_dir
     from agentworld.envs.search.sources import APT_PACKAGES, SOURCES, available_sources
 
-    for name in template or []:
-        if name not in TEMPLATES:
-            raise fail(f"unknown search task template {name!r}", f"choose from: {', '.join(TEMPLATES)}")
+    _check_templates("search", template, TEMPLATES)
     corpus = corpus or default_corpus_dir("full" if max_pages is None else f"max{max_pages}")
     if rebuild or not corpus_ready(corpus):
         if not build:
@@ -110,15 +117,7 @@ def collect_search(
     config = _agent(agent_model, agent_base_url, agent_api_key, agent_native_tools)
 
     def run_one(job: Any) -> Any:
-        task = make_task(engine, job.seed, job.task)
-        env = SearchEnv(engine=engine)
-        if config is None:
-            from agentworld.envs.mcp.episode import run_scripted
-
-            return run_scripted(env, task, trajectory_id=job.job_id, seed=job.seed, environment="search/offline")
-        from agentworld.envs.mcp.agent import run_agent
-
-        return run_agent(env, task, config, trajectory_id=job.job_id, seed=job.seed, environment="search/offline")
+        return _play(SearchEnv(engine=engine), make_task(engine, job.seed, job.task), config, job, "search/offline")
 
     run_and_report("search", split_jobs("search", episodes, test_episodes, seed, template), run_one,
          out_path or Path("runs/collect/search.jsonl"), workers, bench_dir)
