@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-APT_PACKAGES=(tmux bubblewrap debootstrap)
+APT_PACKAGES=(tmux bubblewrap debootstrap libseccomp2)
 # Search corpus sources (Python and kernel docs, man pages, a dictionary) and, where Node is
 # missing, Node for the MCP servers from npm.
 APT_PACKAGES+=(python3.11-doc linux-doc-6.1 manpages dict-gcide)

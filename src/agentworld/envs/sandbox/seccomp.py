@@ -1,0 +1,80 @@
+"""The seccomp filter every sandboxed process runs under (handed to ``bwrap --seccomp FD``).
+
+The filter allows by default and answers EPERM to the system calls that reach kernel
+state shared with the host or that serve escapes: keyrings, tracing other processes,
+BPF and perf, module and kexec loading, mounts and new namespaces (bwrap has finished
+its own before the filter applies), swap, reboot, the clock, handle-based opens and
+terminal input injection. Programs see an ordinary "Operation not permitted".
+
+The compiled BPF is built with libseccomp (``pyseccomp``, a ctypes binding to the
+system's libseccomp.so.2) and cached in the user cache folder under a name derived from
+the rules, so each sandboxed process costs one ``open`` and nothing is left in /tmp.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+from functools import cache
+from pathlib import Path
+
+from platformdirs import user_cache_dir
+
+# Grouped by why they are denied; every name must be known to libseccomp on x86-64.
+DENIED_SYSCALLS: tuple[str, ...] = (
+    # host root's keyrings are shared across namespaces
+    "keyctl", "add_key", "request_key",
+    # reading or stopping other processes (PID 1 included)
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    # kernel programs and observability
+    "bpf", "perf_event_open", "userfaultfd", "lookup_dcookie", "fanotify_init",
+    # kernel code
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+    # mounts and namespaces
+    "mount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount", "fspick",
+    "move_mount", "open_tree", "mount_setattr", "unshare", "setns",
+    # machine state
+    "swapon", "swapoff", "reboot", "settimeofday", "clock_settime", "clock_adjtime",
+    "adjtimex", "acct", "quotactl", "syslog", "iopl", "ioperm", "vhangup",
+    # opening files by handle bypasses the mount tree
+    "open_by_handle_at", "name_to_handle_at",
+    # io_uring issues work outside the syscall filter
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+)
+TIOCSTI = 0x5412  # push bytes into a terminal's input queue
+
+
+@cache
+def filter_path() -> Path:
+    """Path of the compiled filter (BPF), built on first use (atomically) and then reused."""
+    rules = repr((DENIED_SYSCALLS, TIOCSTI)).encode()
+    folder = Path(user_cache_dir("agentworld")) / "seccomp"
+    path = folder / f"filter-{hashlib.sha256(rules).hexdigest()[:16]}.bpf"
+    if path.exists():
+        return path
+    try:
+        import pyseccomp as sc
+    except ImportError as exc:  # pragma: no cover - the setup installs it
+        from agentworld.envs.sandbox.errors import SandboxUnavailable
+
+        raise SandboxUnavailable("the seccomp binding is not installed", "pip install pyseccomp") from exc
+    flt = sc.SyscallFilter(defaction=sc.ALLOW)
+    deny = sc.ERRNO(errno.EPERM)
+    for name in DENIED_SYSCALLS:
+        flt.add_rule(deny, name)
+    flt.add_rule(deny, "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, TIOCSTI))
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        flt.export_bpf(fh)
+    os.chmod(tmp, 0o444)
+    os.replace(tmp, path)
+    return path
+
+
+def open_filter() -> int:
+    """A fresh read-only descriptor of the filter, inheritable, for ``bwrap --seccomp FD``."""
+    fd = os.open(filter_path(), os.O_RDONLY)
+    os.set_inheritable(fd, True)
+    return fd
