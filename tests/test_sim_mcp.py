@@ -32,8 +32,9 @@ async def test_in_process_client_lists_and_calls_simulated_tools(mcp_wm):
         assert len(json.loads(listed.content[0].text)) == 8
         missing = await client.call_tool("drop_database", {})
         assert missing.is_error and "Unknown tool" in missing.content[0].text
-    # The facade's session recorded every simulated call.
-    assert [json.loads(t.action)["name"] for t in facade.env.record().turns] == ["read_file", "list_items"]
+    # The client's environment recorded every simulated call (not the refused one).
+    [record] = facade.records()
+    assert [json.loads(t.action)["name"] for t in record.turns] == ["read_file", "list_items"]
 
 
 async def test_perturbations_show_up_as_mcp_errors(mcp_wm):

@@ -32,6 +32,9 @@ DEFAULT_MAX_REQUEST_BYTES = 1 << 20
 #: (the connection stays usable); larger ones are cut off by the protocol layer (close 1009)
 #: before they are read whole.
 WS_HARD_FACTOR = 4
+#: an oversized HTTP body is read on and dropped up to this multiple of the limit, so the
+#: client gets to read its 413; past it the connection is simply closed
+DRAIN_FACTOR = 32
 
 Scope = dict[str, Any]
 Receive = Callable[[], Any]
@@ -110,7 +113,7 @@ class RequestGuard:
         limit = self.policy.max_request_bytes
         for name, value in scope.get("headers", []):
             if name.lower() == b"content-length" and value.strip().isdigit() and int(value) > limit:
-                return await self._too_large(send, int(value))
+                return await self._too_large(receive, send, int(value), more=True)
         await self._bounded(scope, receive, send, limit)
 
     async def _bounded(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
@@ -126,7 +129,7 @@ class RequestGuard:
                     # Answer now: the app may turn a failed body read into its own error.
                     if not refused and not started:
                         refused = True
-                        await self._too_large(send, seen)
+                        await self._too_large(receive, send, seen, more=message.get("more_body", False))
                     raise _TooLarge
             return message
 
@@ -143,11 +146,25 @@ class RequestGuard:
             if not refused:
                 raise
 
-    async def _too_large(self, send: Send, size: int) -> None:
+    async def _too_large(self, receive: Receive, send: Send, size: int, *, more: bool) -> None:
+        """Answer 413. The rest of the body is read and dropped (up to a bound), never kept:
+        most clients read the answer only once they have sent the whole request, and a
+        connection closed under them loses the answer."""
         limit = self.policy.max_request_bytes
-        await _send_json(send, 413, error_body(
+        data = json.dumps(error_body(
             413, "too_large", f"request body of {size}+ bytes is over the limit of {limit} bytes",
-            "send a smaller request, or start the server with a larger --max-request-bytes"))
+            "send a smaller request, or start the server with a larger --max-request-bytes")).encode()
+        await send({"type": "http.response.start", "status": 413, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": data, "more_body": True})
+        drained = 0
+        while more and drained < DRAIN_FACTOR * limit:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            drained += len(message.get("body", b""))
+            more = message.get("more_body", False)
+        await send({"type": "http.response.body", "body": b""})
 
     async def _unauthorized(self, scope: Scope, receive: Receive, send: Send) -> None:
         body = error_body(401, "unauthorized", "missing or wrong bearer token",
