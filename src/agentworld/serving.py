@@ -51,6 +51,9 @@ class ServerPolicy:
     """Largest request body (HTTP) or message (WebSocket) accepted."""
     open_paths: frozenset[str] = field(default_factory=lambda: frozenset({"/health"}))
     """Paths answered without a token (liveness probes)."""
+    openai_errors: bool = False
+    """Refusals in the OpenAI wire shape (``{"error": {"message", "type", "code"}}``), which
+    OpenAI clients show; otherwise the simulator's (``{"error": code, "message", "hint"}``)."""
 
     def __post_init__(self) -> None:
         if self.max_request_bytes < 1:
@@ -86,9 +89,11 @@ async def _send_json(send: Send, status: int, body: dict[str, Any], headers: lis
     await send({"type": "http.response.body", "body": data})
 
 
-def error_body(status: int, code: str, message: str, hint: str | None = None) -> dict[str, Any]:
-    """The refusal body, in the simulator's shape (``error`` code, ``message``, ``hint``)."""
-    return {"error": code, "message": message, **({"hint": hint} if hint else {}), "status": status}
+def error_body(status: int, code: str, message: str, hint: str | None = None, *, openai: bool = False) -> dict[str, Any]:
+    """A refusal body, in the simulator's shape or the OpenAI one."""
+    if openai:
+        return {"error": {"message": f"{message} ({hint})" if hint else message, "type": code, "code": status}}
+    return {"error": code, "message": message, **({"hint": hint} if hint else {})}
 
 
 class _TooLarge(Exception):
@@ -153,7 +158,8 @@ class RequestGuard:
         limit = self.policy.max_request_bytes
         data = json.dumps(error_body(
             413, "too_large", f"request body of {size}+ bytes is over the limit of {limit} bytes",
-            "send a smaller request, or start the server with a larger --max-request-bytes")).encode()
+            "send a smaller request, or start the server with a larger --max-request-bytes",
+            openai=self.policy.openai_errors)).encode()
         await send({"type": "http.response.start", "status": 413, "headers": [
             (b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": data, "more_body": True})
@@ -168,7 +174,8 @@ class RequestGuard:
 
     async def _unauthorized(self, scope: Scope, receive: Receive, send: Send) -> None:
         body = error_body(401, "unauthorized", "missing or wrong bearer token",
-                          f"send 'Authorization: Bearer <token>' (the server's --token or ${TOKEN_ENV})")
+                          f"send 'Authorization: Bearer <token>' (the server's --token or ${TOKEN_ENV})",
+                          openai=self.policy.openai_errors)
         if scope["type"] == "http":
             await _send_json(send, 401, body, [(b"www-authenticate", b'Bearer realm="agentworld"')])
             return

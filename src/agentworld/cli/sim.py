@@ -216,23 +216,26 @@ def _appender(path: Path):
 
 
 def _run_stdio(facade) -> None:
-    """Serve over stdio until the client hangs up, SIGINT or SIGTERM; then record every
-    client environment (the default SIGTERM action would end the process first)."""
+    """Serve over stdio until the client hangs up, SIGINT or SIGTERM; every client environment
+    is recorded either way. On a signal the process records and exits at once: the stdin
+    reader thread sits in a blocking read that no cancellation reaches."""
+    import os
     import signal
+    import sys
+
+    def on_signal(sig: int) -> None:
+        facade.close_all()
+        sys.stdout.flush()
+        os._exit(128 + sig)
 
     async def main() -> None:
-        task = asyncio.current_task()
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)  # type: ignore[union-attr]
-        try:
-            await facade.serve_stdio()
-        except asyncio.CancelledError:
-            pass
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, on_signal, sig)
+        await facade.serve_stdio()
 
     try:
         asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
     finally:
         facade.close_all()
 

@@ -10,6 +10,7 @@ for testing clients' retry logic against a real server.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -94,7 +95,7 @@ def create_app(
         await backend.aclose()
 
     app = FastAPI(title="agentworld world model", version="1", lifespan=lifespan)
-    app.add_middleware(RequestGuard, policy=policy or ServerPolicy())
+    app.add_middleware(RequestGuard, policy=dataclasses.replace(policy or ServerPolicy(), openai_errors=True))
     counters = {"requests": 0, "injected_failures": 0, "errors": 0, "in_flight": 0, "peak_in_flight": 0}
     created = int(time.time())
 
