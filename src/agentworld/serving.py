@@ -116,9 +116,12 @@ class RequestGuard:
         if kind == "websocket":
             return await self.app(scope, receive, send)
         limit = self.policy.max_request_bytes
-        for name, value in scope.get("headers", []):
-            if name.lower() == b"content-length" and value.strip().isdigit() and int(value) > limit:
-                return await self._too_large(receive, send, int(value), more=True)
+        headers = {name.lower(): value for name, value in scope.get("headers", [])}
+        length = headers.get(b"content-length", b"").strip()
+        if length.isdigit() and int(length) > limit:
+            # A client waiting for "100 Continue" never sends the body: nothing to drain.
+            waiting = headers.get(b"expect", b"").lower() == b"100-continue"
+            return await self._too_large(receive, send, int(length), more=not waiting)
         await self._bounded(scope, receive, send, limit)
 
     async def _bounded(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
@@ -132,9 +135,10 @@ class RequestGuard:
                 seen += len(message.get("body", b""))
                 if seen > limit:
                     # Answer now: the app may turn a failed body read into its own error.
-                    if not refused and not started:
+                    if not refused:
                         refused = True
-                        await self._too_large(receive, send, seen, more=message.get("more_body", False))
+                        if not started:  # else the app's answer is cut off where it stands
+                            await self._too_large(receive, send, seen, more=message.get("more_body", False))
                     raise _TooLarge
             return message
 
@@ -190,7 +194,7 @@ class RequestGuard:
 
 
 def guarded(app: Any, policy: ServerPolicy) -> Any:
-    """``app`` behind a :class:`RequestGuard` (the app itself when nothing is enforced)."""
+    """``app`` behind a :class:`RequestGuard` (for apps not built here, e.g. the MCP SDK's)."""
     return RequestGuard(app, policy)
 
 
