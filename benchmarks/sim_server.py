@@ -9,9 +9,12 @@ call, so the simulator's own cost is visible rather than drowned in model latenc
 4. ``POST /step`` over real HTTP to ``agentworld sim serve`` (its own process), with a
    one-write client (and, for comparison, through httpx);
 5. a WebSocket step to the same server;
-then K sessions opened and stepped concurrently over HTTP, counting errors.
+then K sessions opened and stepped concurrently over HTTP, counting errors; then the
+step latency (p50/p99) of a few other sessions while one client sends 10 MB actions
+(refused with 413: the server's limit is 1 MiB) or 1 MB ones (accepted and simulated),
+side by side with the same sessions with no big client.
 
-    python benchmarks/sim_server.py [--steps 200] [--sessions 64 256 1024]
+    python benchmarks/sim_server.py [--steps 200] [--sessions 64 256 1024] [--others 4]
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import contextlib
 import json
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -86,6 +90,58 @@ class RawHttp:
         return json.loads(await self.r.readexactly(size))
 
 
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+async def others_latency(url: str, others: int, steps: int, big: int | None) -> tuple[list[float], int, list[int]]:
+    """Per-step latency of ``others`` sessions stepping ``steps`` times each, while one more
+    client sends ``big``-character actions back to back (None: no big client). Returns the
+    latencies, how many big requests went out, and their status codes."""
+    stop = threading.Event()
+    statuses: list[int] = []
+
+    def big_client() -> None:
+        # A thread of its own with the body encoded once: the big client's own CPU work
+        # (encoding, sending) stays off the loop that times the other sessions.
+        with httpx.Client(base_url=url, timeout=300) as client:
+            sid = client.post("/reset", json={}).json()["session_id"]
+            head, tail = json.dumps({"session_id": sid, "action": "echo "}).encode().rsplit(b'"}', 1)[0], b'"}'
+            body = head + b"a" * (big - 5) + tail  # type: ignore[operator]
+            headers = {"Content-Type": "application/json"}
+            while not stop.is_set():
+                r = client.post("/step", content=body, headers=headers)
+                statuses.append(r.status_code)
+                if r.status_code == 200:  # keep the history (and the prompt) from growing
+                    client.post("/reset", json={"session_id": sid})
+
+    async def other(client: httpx.AsyncClient) -> list[float]:
+        sid = (await client.post("/reset", json={})).json()["session_id"]
+        out = []
+        for i in range(steps):
+            t0 = time.perf_counter()
+            r = await client.post("/step", json={"session_id": sid, "action": ks(COMMANDS[i % len(COMMANDS)])})
+            out.append(time.perf_counter() - t0)
+            r.raise_for_status()
+            if i % 20 == 19:
+                await client.post("/reset", json={"session_id": sid})
+        await client.post("/close", json={"session_id": sid})
+        return out
+
+    thread = threading.Thread(target=big_client, daemon=True) if big else None
+    if thread is not None:
+        thread.start()
+        while not statuses:  # measure while the big client is already at it
+            await asyncio.sleep(0.01)
+    async with httpx.AsyncClient(base_url=url, timeout=300) as client:
+        lat = [x for xs in await asyncio.gather(*(other(client) for _ in range(others))) for x in xs]
+    stop.set()
+    if thread is not None:
+        thread.join()
+    return lat, len(statuses), sorted(set(statuses))
+
+
 def ms(samples: list[float]) -> str:
     return f"{statistics.mean(samples) * 1000:7.2f} ms (p50 {statistics.median(samples) * 1000:6.2f})"
 
@@ -99,7 +155,7 @@ async def timed(fn, n: int) -> list[float]:
     return out
 
 
-async def main(steps: int, session_counts: list[int]) -> None:
+async def main(steps: int, session_counts: list[int], others: int = 4, others_steps: int = 100) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="aw-sim-bench-"))
     source = corpus(tmp / "c.jsonl")
     backend = load_backend("retrieval", source=source, domain="terminal")
@@ -194,6 +250,13 @@ async def main(steps: int, session_counts: list[int]) -> None:
                 dt = time.perf_counter() - t0
                 print(f"  {k:5d} sessions: {held} held at once, {errors} errors, {3 * len(sids) / dt:7.1f} steps/s")
                 await asyncio.gather(*(client.post("/close", json={"session_id": s}) for s in sids))
+
+        print(f"\nstep latency of {others} other sessions ({others_steps} steps each) while one client sends big actions")
+        print(f"  {'big client':<28} {'p50':>9} {'p99':>9} {'max':>9}  big requests")
+        for label, big in (("none", None), ("1 MB actions (accepted)", 1_000_000), ("10 MB actions (413)", 10_000_000)):
+            lat, sent, codes = await others_latency(url, others, others_steps, big)
+            extra = f"{sent} sent, status {codes}" if big else "-"
+            print(f"  {label:<28} {pct(lat, 0.5):7.2f}ms {pct(lat, 0.99):7.2f}ms {max(lat) * 1000:7.2f}ms  {extra}")
     finally:
         servers.close()
     await wm.aclose()
@@ -203,5 +266,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--sessions", type=int, nargs="+", default=[64, 256, 1024])
+    ap.add_argument("--others", type=int, default=4, help="sessions measured next to the big client")
+    ap.add_argument("--others-steps", type=int, default=100, help="steps each of them takes")
     args = ap.parse_args()
-    asyncio.run(main(args.steps, args.sessions))
+    asyncio.run(main(args.steps, args.sessions, args.others, args.others_steps))

@@ -143,3 +143,30 @@ def test_openai_backend_needs_a_model(monkeypatch) -> None:
     kwargs = b.request([{"role": "user", "content": "x"}], GenerationConfig(top_k=20, seed=3, n=2, stop=("END",)))
     assert kwargs["extra_body"] == {"top_k": 20} and kwargs["seed"] == 3 and kwargs["n"] == 2
     assert kwargs["stop"] == ["END"]
+
+
+@pytest.fixture(scope="module")
+def token_server(store: Path) -> Iterator[str]:
+    yield from _serve("--backend", "retrieval", "--source", str(store), "--served-model-name", "wm",
+                      "--token", "tok-123", "--max-request-bytes", "65536")
+
+
+async def test_the_token_is_the_api_key(token_server: str) -> None:
+    assert httpx.get(f"{token_server}/health").status_code == 200  # liveness stays open
+    for path in ("/v1/models", "/stats"):
+        assert httpx.get(f"{token_server}{path}").status_code == 401
+        assert httpx.get(f"{token_server}{path}", headers={"Authorization": "Bearer tok-12"}).status_code == 401
+    assert httpx.get(f"{token_server}/v1/models", headers={"Authorization": "Bearer tok-123"}).status_code == 200
+    body = {"model": "wm", "messages": _msgs("echo beta")}
+    assert httpx.post(f"{token_server}/v1/chat/completions", json=body).status_code == 401
+    # The openai SDK sends its api_key as the bearer token.
+    wm = WorldModel(_client(token_server, api_key="tok-123"))
+    [pred] = await wm.predict(_msgs("echo beta"))
+    assert pred.ok and pred.observation == "beta\nroot@sandbox:/workspace#"
+    [bad] = await WorldModel(_client(token_server, api_key="wrong", max_retries=0)).predict(_msgs("echo beta"))
+    assert bad.error and "401" in bad.error and "bearer token" in bad.error
+    await wm.aclose()
+    # Bodies over --max-request-bytes are refused before they are read.
+    big = {"model": "wm", "messages": _msgs("x" * 70_000)}
+    r = httpx.post(f"{token_server}/v1/chat/completions", json=big, headers={"Authorization": "Bearer tok-123"})
+    assert r.status_code == 413 and r.json()["error"]["type"] == "too_large" and "65536" in r.json()["error"]["message"]

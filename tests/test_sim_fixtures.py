@@ -15,6 +15,7 @@ import pytest
 
 from agentworld.launch import free_port
 from agentworld.models import WorldModel, load_backend
+from agentworld.serving import ServerPolicy, uvicorn_config
 from agentworld.trajectory import Trajectory, Turn, write_trajectories
 
 P = "root@sandbox:/workspace#"
@@ -88,11 +89,12 @@ def mcp_wm(mcp_source: Path) -> WorldModel:
 class ServerThread:
     """A real uvicorn server on a free port in a background thread."""
 
-    def __init__(self, app: object):
+    def __init__(self, app: object, policy: ServerPolicy | None = None):
         import uvicorn
 
         self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", ws="websockets-sansio"))
+        # The configuration the CLI serves with (WebSocket message cap, bounded shutdown).
+        self.server = uvicorn.Server(uvicorn_config(app, host="127.0.0.1", port=self.port, policy=policy or ServerPolicy()))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from test_sim_fixtures import call, ks, result, screen
 
 from agentworld.sim.ledger import LedgerState, rules_for
@@ -123,3 +124,46 @@ def test_sql_rows_written_must_be_read_back():
     # Forms whose result is not determined by the ledger are not judged.
     assert rules.check(state, call("read_query", query="SELECT COUNT(*) FROM users"), result("7")) == []
     assert rules.check(state, call("read_query", query="SELECT * FROM users LIMIT 1"), result("[]")) == []
+
+
+def test_shell_words_match_shlex_where_both_follow_posix():
+    import random
+    import shlex
+
+    from agentworld.sim.ledger.terminal import split_words
+
+    rng = random.Random(0)
+    for _ in range(5000):  # '#' inside a word and '\$' in double quotes follow bash instead
+        line = "".join(rng.choice("ab \"\\'") for _ in range(rng.randint(0, 14)))
+        try:
+            expected = shlex.split(line, comments=True)
+        except ValueError:
+            expected = None
+        assert split_words(line) == expected, line
+    assert split_words("echo 'a b' \"c\\\"d\" e\\ f # note") == ["echo", "a b", 'c"d', "e f"]
+
+
+@pytest.mark.timeout(120)
+def test_megabyte_actions_parse_in_bounded_time():
+    """Inputs that made the old parsers quadratic or exponential (shlex on one long word,
+    SQL patterns with nested quantifiers): each now takes well under a second; a
+    regression shows up as this test running into its timeout."""
+    big = 1 << 20
+    actions = {
+        "terminal": [ks("a" * big), ks('"' * big), ks("a\n" * (big // 2)), ks("cat > f <<EOF\n" + "line\n" * (big // 5)),
+                     ks("echo " + '"a b" ' * (big // 6))],
+        "mcp": [call("run_sql", query="insert into t (a) values (1" + " " * big + "x"),
+                call("run_sql", query="insert into t (a) values (" + "''" * (big // 2)),
+                call("run_sql", query="delete from t where a = 1" + " " * big + "x"),
+                call("run_sql", query="select a from t where " + "where " * (big // 6)),
+                call("bash", command="echo " + '"a b" ' * (big // 6))],
+    }
+    for domain, acts in actions.items():
+        rules = rules_for(domain)
+        for action in acts:
+            state = LedgerState()
+            rules.update(state, action, "ok\nroot@sandbox:/workspace# ")
+            rules.check(state, action, "ok")
+    # The typed text past the parse bound is not read: a heredoc cut there writes nothing.
+    state, _ = _terminal(("cat > f.txt <<EOF\n" + "x\n" * (1 << 16) + "EOF\n", screen("cat > f.txt")))
+    assert "/workspace/f.txt" not in state.files

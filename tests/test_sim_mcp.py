@@ -7,8 +7,11 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from test_sim_fixtures import READ_TOOLS, ServerThread, mcp_source, mcp_wm  # noqa: F401 (fixtures)
 
 from agentworld.sim import PerturbationSpec, Scenario, SimEnv
@@ -32,8 +35,9 @@ async def test_in_process_client_lists_and_calls_simulated_tools(mcp_wm):
         assert len(json.loads(listed.content[0].text)) == 8
         missing = await client.call_tool("drop_database", {})
         assert missing.is_error and "Unknown tool" in missing.content[0].text
-    # The facade's session recorded every simulated call.
-    assert [json.loads(t.action)["name"] for t in facade.env.record().turns] == ["read_file", "list_items"]
+    # The client's environment recorded every simulated call (not the refused one).
+    [record] = facade.records()
+    assert [json.loads(t.action)["name"] for t in record.turns] == ["read_file", "list_items"]
 
 
 async def test_perturbations_show_up_as_mcp_errors(mcp_wm):
@@ -82,3 +86,54 @@ async def test_streamable_http_transport(mcp_wm):
             assert len((await client.list_tools()).tools) == 3
             res = await client.call_tool("read_file", {"path": "/data/a.txt"})
             assert res.content[0].text == "alpha"
+
+
+async def test_arguments_are_checked_against_the_input_schema(mcp_wm):
+    facade = _facade(mcp_wm)
+    async with Client(facade.server) as client:
+        missing = await client.call_tool("read_file", {})
+        assert missing.is_error and "Invalid arguments for read_file" in missing.content[0].text and "'path'" in missing.content[0].text
+        wrong = await client.call_tool("write_file", {"path": 7, "content": "x"})
+        assert wrong.is_error and "path: 7 is not of type 'string'" in wrong.content[0].text
+        ok = await client.call_tool("read_file", {"path": "/data/a.txt"})
+        assert not ok.is_error
+    # Refused calls never reach the world model or the record.
+    [record] = facade.records()
+    assert record.num_turns == 1
+
+
+async def test_each_http_session_gets_its_own_environment(mcp_wm):
+    from agentworld.serving import ServerPolicy, guarded
+
+    finished = []
+    facade = SimulatedToolServer(SimEnv(mcp_wm, Scenario(domain="mcp", tools=READ_TOOLS)), on_finish=finished.append)
+    policy = ServerPolicy(token="t0k")
+    with ServerThread(guarded(facade.http_app(), policy), policy) as srv:
+        # The token guards the MCP endpoint too.
+        refused = httpx.post(f"{srv.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                             headers={"Accept": "application/json, text/event-stream"})
+        assert refused.status_code == 401
+        auth = {"Authorization": "Bearer t0k"}
+        async with create_mcp_http_client(headers=auth) as http_a, create_mcp_http_client(headers=auth) as http_b:
+            async with Client(streamable_http_client(f"{srv.url}/mcp", http_client=http_a), mode="legacy") as a, \
+                    Client(streamable_http_client(f"{srv.url}/mcp", http_client=http_b), mode="legacy") as b:
+                await a.call_tool("write_file", {"path": "/data/b.txt", "content": "beta"})
+                await b.call_tool("read_file", {"path": "/data/a.txt"})
+                await b.call_tool("list_items", {})
+    assert sorted(r.num_turns for r in facade.records()) == [1, 2]
+    assert facade.close_all() == 2 and len(finished) == 2 and facade.records() == []
+
+
+async def test_long_sessions_keep_a_bounded_prompt_and_the_whole_ledger(mcp_wm):
+    facade = SimulatedToolServer(SimEnv(mcp_wm, Scenario(domain="mcp", tools=READ_TOOLS)), history_turns=2, max_clients=1)
+    await facade.call("write_file", {"path": "/data/b.txt", "content": "beta"})
+    for _ in range(4):
+        await facade.call("read_file", {"path": "/data/a.txt"})
+    env = facade.clients["default"].env  # direct calls without a client name
+    messages = env.messages_for(json.dumps({"name": "list_items", "arguments": {}}))
+    assert len([m for m in messages if m["role"] == "user"]) == 3  # two kept turns + the new call
+    assert env.ledger.files.get("/data/b.txt") == "beta" and env.turn == 5
+    assert "/data/b.txt" in messages[0]["content"]  # the dropped turn's write is still in the prompt's state
+    # One client at most: a second one ends the first.
+    await facade.call("list_items", {}, client="other")
+    assert list(facade.clients) == ["other"]

@@ -112,3 +112,16 @@ def test_error_signatures_and_tool_errors() -> None:
     assert verify(spec, compact)
     assert not verify(spec, ok)
     assert not verify(spec, "isError: true")  # not a JSON object
+
+
+def test_derivation_stays_linear_on_huge_repetitive_actions():
+    # One lazy pattern per keyword rescanned the text from every occurrence (quadratic);
+    # now each of these derives in milliseconds (a regression hits the test timeout).
+    big = 1 << 20
+    for action in ("select " * (big // 7), "insert into t " * (big // 14), "insert into t values ( " * (big // 24)):
+        traj = Trajectory(id="t", domain="terminal", turns=[Turn(action=action, observation="ok"),
+                                                             Turn(action="select a from t", observation="1")])
+        derive_specs(traj, 1)
+    # A ';' inside a quoted value does not end the statement.
+    rows = term([("sqlite3 db \"insert into t (a, b) values ('x;y', 42);\"", ""), ("sqlite3 db 'select * from t'", "x;y|42\n")])
+    assert kinds(rows, 2)["db_query"] == ["x;y", "42"]

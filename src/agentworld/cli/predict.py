@@ -203,21 +203,28 @@ def serve(
     seed: int = typer.Option(0, "--seed", help="Seed that decides which requests --fail-rate fails."),
     split_reasoning: bool = typer.Option(False, "--split-reasoning", help="Return <think> blocks as reasoning_content."),
     log_level: str = typer.Option("warning", "--log-level"),
+    token: str = typer.Option(None, "--token", help="Bearer token clients must send as their API key (default: $AGENTWORLD_TOKEN; unset: open)."),
+    max_request_bytes: int = typer.Option(1 << 20, "--max-request-bytes", help="Largest request body (413 past it)."),
 ) -> None:
     """Serve a world model at an OpenAI-compatible /v1/chat/completions endpoint."""
     from agentworld.models.serve import create_app, run_server
+    from agentworld.serving import ServerPolicy, resolve_token
 
     if not 0.0 <= fail_rate < 1.0:
         raise fail("--fail-rate must be in [0, 1)")
+    try:
+        policy = ServerPolicy(token=resolve_token(token), max_request_bytes=max_request_bytes)
+    except ValueError as exc:
+        raise fail(str(exc), "--max-request-bytes takes a positive byte count; --token a non-empty string") from None
     instance = make_backend(
         backend, model=model, path=path, adapter=adapter, source=source, domain=domain,
         base_url=base_url, api_key=api_key, precision=precision,
     )
     app_ = create_app(
-        instance, model_name=served_name, fail_rate=fail_rate, seed=seed, split_reasoning=split_reasoning
+        instance, model_name=served_name, fail_rate=fail_rate, seed=seed, split_reasoning=split_reasoning, policy=policy
     )
     console.print(
         f"serving [bold]{served_name or instance.model_id}[/] at http://{host}:{port}/v1 "
         f"(OPENAI_BASE_URL=http://{host}:{port}/v1)"
     )
-    run_server(app_, host=host, port=port, log_level=log_level)
+    run_server(app_, host=host, port=port, log_level=log_level, policy=policy)

@@ -33,6 +33,8 @@ WORLD = typer.Option(None, "--world", help="Fictional world database (search sce
 QUESTION = typer.Option(None, "--question", help="Question id of the world (default: the first).")
 PERTURB = typer.Option(None, "--perturbations", "-p", help="Perturbation spec YAML (see configs/perturbations/).")
 RESAMPLE = typer.Option(0, "--resample", help="Extra samples to try when a prediction contradicts the ledger.")
+TOKEN = typer.Option(None, "--token", help="Bearer token every request must carry (default: $AGENTWORLD_TOKEN; unset: open).")
+MAX_REQUEST_BYTES = typer.Option(1 << 20, "--max-request-bytes", help="Largest request body or WebSocket message (413 past it).")
 TEMPERATURE = typer.Option(None, "--temperature")
 MAX_TOKENS = typer.Option(None, "--max-tokens")
 
@@ -129,11 +131,12 @@ def serve(
     max_inflight: int = typer.Option(32, "--max-inflight", help="Steps simulated at once."),
     max_waiting: int = typer.Option(256, "--max-waiting", help="Steps waiting for a slot before 429."),
     concurrency: int = typer.Option(8, "--concurrency", help="Concurrent backend calls."),
-    record: Path = typer.Option(None, "--record", help="Append every finished session's trajectory to this JSONL."),
+    record: Path = typer.Option(None, "--record", help="Append every finished session's trajectory to this JSONL "
+                                "(open sessions too, on SIGINT/SIGTERM)."),
+    token: str = TOKEN, max_request_bytes: int = MAX_REQUEST_BYTES,
 ) -> None:
     """Serve sessions over HTTP (/reset /step /state /close) and WebSocket (/ws), OpenEnv style."""
-    import uvicorn
-
+    from agentworld import serving
     from agentworld.sim.server import create_app
     from agentworld.sim.sessions import Limits, SessionManager
 
@@ -143,8 +146,20 @@ def serve(
     limits = Limits(max_sessions=max_sessions, max_inflight=max_inflight, max_waiting=max_waiting)
     manager = SessionManager(wm, sc, perturbations=spec, config=_gen(temperature, max_tokens),
                              limits=limits, resample=resample, record=record)
-    console.print(f"simulating [bold]{sc.domain}[/] scenario {sc.id!r} with {wm.model_id} on http://{host}:{port}")
-    uvicorn.run(create_app(manager), host=host, port=port, log_level="warning")
+    policy = _policy(token, max_request_bytes)
+    auth = "bearer token required" if policy.token else "no token"
+    console.print(f"simulating [bold]{sc.domain}[/] scenario {sc.id!r} with {wm.model_id} on http://{host}:{port} ({auth})")
+    # The app's shutdown closes, and so records, every open session.
+    serving.run(create_app(manager, policy), host=host, port=port, policy=policy)
+
+
+def _policy(token: str | None, max_request_bytes: int):
+    from agentworld.serving import ServerPolicy, resolve_token
+
+    try:
+        return ServerPolicy(token=resolve_token(token), max_request_bytes=max_request_bytes)
+    except ValueError as exc:
+        raise fail(str(exc), "--max-request-bytes takes a positive byte count; --token a non-empty string") from None
 
 
 @app.command()
@@ -155,9 +170,14 @@ def mcp(
     perturbations: Path = PERTURB, resample: int = RESAMPLE, seed: int = typer.Option(0, "--seed"),
     transport: str = typer.Option("stdio", "--transport", help="stdio | http (streamable HTTP at /mcp)"),
     host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8001, "--port"),
-    record: Path = typer.Option(None, "--record", help="Append the simulated calls as a trajectory to this JSONL on exit."),
+    record: Path = typer.Option(None, "--record", help="Append each client's simulated calls as a trajectory to this JSONL "
+                                "(when it is dropped, and on exit, SIGINT or SIGTERM)."),
+    max_history: int = typer.Option(50, "--max-history", help="Turns kept in each prompt (the ledger keeps the rest)."),
+    max_clients: int = typer.Option(256, "--max-clients", help="Client environments held; the least recently used is ended past it."),
+    token: str = TOKEN, max_request_bytes: int = MAX_REQUEST_BYTES,
 ) -> None:
     """Serve the scenario's tools as an MCP server whose results come from the world model."""
+    from agentworld import serving
     from agentworld.sim import SimEnv
     from agentworld.sim.mcp_facade import SimulatedToolServer
 
@@ -165,23 +185,59 @@ def mcp(
     spec = _perturbations(perturbations)
     if transport not in ("stdio", "http"):
         raise fail(f"unknown transport {transport!r}", "use stdio or http")
+    if max_history < 0 or max_clients < 1:
+        raise fail("--max-history must be >= 0 and --max-clients >= 1")
+    policy = _policy(token, max_request_bytes)
     wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
     try:
-        facade = SimulatedToolServer(SimEnv(wm, sc, perturbations=spec, resample=resample), seed=seed)
+        facade = SimulatedToolServer(SimEnv(wm, sc, perturbations=spec, resample=resample), seed=seed,
+                                     history_turns=max_history, max_clients=max_clients,
+                                     on_finish=_appender(record) if record is not None else None)
     except ValueError as exc:
         raise fail(str(exc), "pass --tools, or a --trajectory that declares tools") from None
+    if facade.unchecked:
+        console.print(f"[yellow]arguments of {', '.join(facade.unchecked)} are not checked: their inputSchema is not valid JSON Schema[/]")
     if transport == "stdio":
-        asyncio.run(facade.serve_stdio())
-    elif transport == "http":
-        import uvicorn
-
+        _run_stdio(facade)
+    else:
         console.print(f"MCP (streamable HTTP) on http://{host}:{port}/mcp with {len(facade.tools)} simulated tools")
-        uvicorn.run(facade.http_app(host=host), host=host, port=port, log_level="warning")
-    if record is not None and facade.env.turn:
-        from agentworld.jsonl import JsonlAppender
+        serving.run(serving.guarded(facade.http_app(host=host), policy), host=host, port=port, policy=policy,
+                    on_exit=facade.close_all)
 
-        with JsonlAppender(record) as fh:
-            fh.append(facade.env.record())
+
+def _appender(path: Path):
+    from agentworld.jsonl import JsonlAppender
+
+    def append(traj) -> None:
+        with JsonlAppender(path) as fh:
+            fh.append(traj)
+
+    return append
+
+
+def _run_stdio(facade) -> None:
+    """Serve over stdio until the client hangs up, SIGINT or SIGTERM; every client environment
+    is recorded either way. On a signal the process records and exits at once: the stdin
+    reader thread sits in a blocking read that no cancellation reaches."""
+    import os
+    import signal
+    import sys
+
+    def on_signal(sig: int) -> None:
+        facade.close_all()
+        sys.stdout.flush()
+        os._exit(128 + sig)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, on_signal, sig)
+        await facade.serve_stdio()
+
+    try:
+        asyncio.run(main())
+    finally:
+        facade.close_all()
 
 
 @app.command()

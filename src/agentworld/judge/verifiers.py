@@ -97,8 +97,12 @@ _REDIRECT = re.compile(r"(?:echo|printf)\s+(?P<q>['\"])(?P<body>.*?)(?P=q)\s*>>?
 _HEREDOC = re.compile(r"cat\s*>>?\s*(?P<path>[\w./~-]+)\s*<<-?\s*['\"]?(?P<tag>\w+)['\"]?\n(?P<body>.*?)\n(?P=tag)", re.DOTALL)
 _READ = re.compile(r"\b(?:cat|head|tail|less|more|nl|grep\s+\S+)\s+(?P<path>[\w./~-]+)")
 _EXPORT = re.compile(r"\bexport\s+(?P<name>[A-Za-z_]\w*)=(?P<q>['\"]?)(?P<value>[^'\"\s;&|]+|[^'\"]*?)(?P=q)(?=[\s;&|]|$)")
-_INSERT = re.compile(r"insert\s+into\s+(?P<table>\w+)[^;]*?values\s*(?P<rows>\(.*?\))\s*;?", re.IGNORECASE | re.DOTALL)
-_SELECT = re.compile(r"select\b.*?\bfrom\s+(?P<table>\w+)", re.IGNORECASE | re.DOTALL)
+_INSERT = re.compile(r"insert\s+into\s+(?P<table>\w+)", re.IGNORECASE)
+_VALUES = re.compile(r"values\s*\(", re.IGNORECASE)
+# The first SELECT, then the first ``from <table>`` after it: two linear searches (one
+# lazy pattern spanning both rescanned the text from every "select" in it).
+_SELECT = re.compile(r"\bselect\b", re.IGNORECASE)
+_FROM = re.compile(r"\bfrom\s+(?P<table>\w+)", re.IGNORECASE)
 _LITERAL = re.compile(r"'((?:[^']|'')*)'|(?<![\w.])(-?\d+(?:\.\d+)?)(?![\w.])")
 _WRITE_TOOL = re.compile(r"create|add|insert|update|set|put|store|save|append", re.IGNORECASE)
 _READ_TOOL = re.compile(r"read|get|list|search|query|find|open|fetch|select", re.IGNORECASE)
@@ -106,8 +110,18 @@ _PATH_KEYS = ("path", "file_path", "filename", "file")
 _CONTENT_KEYS = ("content", "text", "new_str", "file_text", "contents")
 
 
+#: the action text the derivations scan; their patterns are linear per match but some
+#: restart at every occurrence of a keyword, so one huge action gets a bounded prefix
+MAX_SCAN_CHARS = 1 << 16
+
+
 def _action_text(action: str) -> str:
-    """Shell text of an action: terminal keystrokes joined, a tool call's command, else the JSON."""
+    """Shell text of an action (at most :data:`MAX_SCAN_CHARS`): terminal keystrokes joined,
+    a tool call's command, else the JSON."""
+    return _shell_text(action)[:MAX_SCAN_CHARS]
+
+
+def _shell_text(action: str) -> str:
     try:
         value = json.loads(action)
     except json.JSONDecodeError:
@@ -119,6 +133,34 @@ def _action_text(action: str) -> str:
         if isinstance(command, str):
             return command
     return action
+
+
+def _inserts(text: str) -> list[tuple[str, str]]:
+    """``(table, "(rows...)")`` of each ``INSERT INTO t ... VALUES (...)`` in ``text``: the
+    VALUES before the statement's next ``;``, the rows up to the first ``)``. The next
+    VALUES, ``;`` and ``)`` are found once and reused while they lie ahead, so the scan is
+    linear however many INSERTs the text repeats."""
+    out: list[tuple[str, str]] = []
+    values: re.Match[str] | None = None
+    semi = close = -1
+    pos = 0
+    while head := _INSERT.search(text, pos):
+        start = pos = head.end()
+        if values is None or values.start() < start:
+            values = _VALUES.search(text, start)
+            if values is None:
+                break
+        if semi < start:
+            semi = text.find(";", start) % (len(text) + 1)  # none: the end
+        if values.start() >= semi:
+            continue
+        if close < values.end():
+            close = text.find(")", values.end())
+            if close < 0:
+                break
+        out.append((head.group("table"), text[values.end() - 1:close + 1]))
+        pos = close + 1
+    return out
 
 
 def _writes(action: str) -> dict[str, str]:
@@ -208,14 +250,14 @@ def derive_specs(traj: Trajectory, turn_idx: int) -> list[VerifierSpec]:
             if value and re.search(rf"\$\{{?{re.escape(name)}\b", shell):
                 specs.append(_spec("env_command", [value], truth, f"${name} = {value}"))
 
-    sel = _SELECT.search(shell)
+    sel = (m := _SELECT.search(shell)) and _FROM.search(shell, m.end())
     if sel:
         table = sel.group("table").lower()
         literals: list[str] = []
         for t in earlier:
-            for ins in _INSERT.finditer(_action_text(t.action)):
-                if ins.group("table").lower() == table:
-                    literals += [(a or b).replace("''", "'") for a, b in _LITERAL.findall(ins.group("rows"))]
+            for name, rows in _inserts(_action_text(t.action)):
+                if name.lower() == table:
+                    literals += [(a or b).replace("''", "'") for a, b in _LITERAL.findall(rows)]
         specs.append(_spec("db_query", [x for x in literals if x and x in truth], truth, f"rows inserted into {table}"))
 
     call = read_tool_call(action)

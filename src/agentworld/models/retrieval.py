@@ -9,6 +9,8 @@ samples being evaluated would answer them with their own ground truth.
 
 from __future__ import annotations
 
+import asyncio
+
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,7 +201,8 @@ class RetrievalBackend(Backend):
 
     async def complete(self, messages: list[Message], config: GenerationConfig) -> list[Completion]:
         n = config.n or 1
-        hits = self.nearest(messages, k=n)
+        # BM25 is CPU work: in a thread, so a long query never stalls the event loop.
+        hits = await asyncio.to_thread(self.nearest, messages, n)
         # Fewer past turns than samples asked for: repeat the best ones. A past turn with
         # reasoning (a thinking-style target) is answered with its reasoning too.
         turns = [hits[i % len(hits)][1] for i in range(n)]

@@ -10,6 +10,7 @@ for testing clients' retry logic against a real server.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from agentworld.models.base import Backend, BackendError, GenerationConfig, Message
 from agentworld.parsing import split_reasoning as split_think
 from agentworld.seeding import unit_hash
+from agentworld.serving import RequestGuard, ServerPolicy
 
 
 class ChatRequest(BaseModel):
@@ -75,11 +77,14 @@ def create_app(
     fail_rate: float = 0.0,
     seed: int = 0,
     split_reasoning: bool = False,
+    policy: ServerPolicy | None = None,
 ) -> FastAPI:
     """The server app for ``backend``; ``model_name`` is what ``/v1/models`` lists.
 
     ``split_reasoning`` moves ``<think>`` blocks out of the content into
-    ``reasoning_content``, as reasoning parsers of inference servers do.
+    ``reasoning_content``, as reasoning parsers of inference servers do. ``policy`` sets
+    the bearer token (what OpenAI clients send as their API key; ``/health`` stays open)
+    and the request size limit.
     """
     if not 0.0 <= fail_rate < 1.0:
         raise ValueError("fail_rate must be in [0, 1)")
@@ -90,6 +95,7 @@ def create_app(
         await backend.aclose()
 
     app = FastAPI(title="agentworld world model", version="1", lifespan=lifespan)
+    app.add_middleware(RequestGuard, policy=dataclasses.replace(policy or ServerPolicy(), openai_errors=True))
     counters = {"requests": 0, "injected_failures": 0, "errors": 0, "in_flight": 0, "peak_in_flight": 0}
     created = int(time.time())
 
@@ -167,7 +173,8 @@ def create_app(
     return app
 
 
-def run_server(app: FastAPI, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning") -> None:
-    import uvicorn
+def run_server(app: FastAPI, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning",
+               policy: ServerPolicy | None = None) -> None:
+    from agentworld import serving
 
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    serving.run(app, host=host, port=port, policy=policy or ServerPolicy(), log_level=log_level)

@@ -14,6 +14,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import anyio.to_thread
+
 from pydantic import BaseModel, Field
 
 from agentworld.envs.base import Env, Reset, Step
@@ -60,7 +62,9 @@ class SimEnv(Env):
 
     ``resample`` is how many extra predictions to try when one contradicts the ledger
     (0: keep it and only flag it). ``use_ledger=False`` leaves the established state out
-    of the prompt (conflicts are still reported). ``checks`` are extra validators
+    of the prompt (conflicts are still reported). ``history_turns`` keeps only the last
+    that many turns in the prompt (long-lived sessions); the ledger still holds what the
+    dropped turns established, and ``record()`` still has every turn. ``checks`` are extra validators
     ``(action, observation) -> list[Conflict]`` (e.g. a fictional world's fact check).
     """
 
@@ -75,7 +79,11 @@ class SimEnv(Env):
         use_ledger: bool = True,
         checks: list[Check] | None = None,
         session_id: str | None = None,
+        history_turns: int | None = None,
     ):
+        if history_turns is not None and history_turns < 0:
+            raise ValueError("history_turns must be >= 0")
+        self.history_turns = history_turns
         self.wm = world_model
         self.config = config
         self.resample = resample
@@ -100,11 +108,16 @@ class SimEnv(Env):
         return self._finish(action, *self._choose(action, first, conflicts, extra), injections)
 
     async def astep(self, action: str) -> Step:
-        messages, injections = self._prepare(action)
+        # Prompt building, ledger checks and updates and perturbations are CPU work that
+        # grows with the action and the history: they run in a worker thread, so a large
+        # action in one session never stalls the event loop that serves the others.
+        messages, injections = await anyio.to_thread.run_sync(self._prepare, action)
         first = (await self.wm.predict(messages, self.config))[0]
-        conflicts = self._conflicts(action, first)
-        extra = await self.wm.predict(messages, self._resample_config()) if conflicts and self.resample else []
-        return self._finish(action, *self._choose(action, first, conflicts, extra), injections)
+        if not self.resample:
+            return await anyio.to_thread.run_sync(self._settle, action, first, None, [], injections)
+        conflicts = await anyio.to_thread.run_sync(self._conflicts, action, first)
+        extra = await self.wm.predict(messages, self._resample_config()) if conflicts else []
+        return await anyio.to_thread.run_sync(self._settle, action, first, conflicts, extra, injections)
 
     def context(self) -> dict[str, Any]:
         return self.state.scenario.trajectory_context()
@@ -139,7 +152,7 @@ class SimEnv(Env):
         """A new session that continues from this one's current state (GRPO groups, look-ahead)."""
         twin = SimEnv(
             self.wm, self.state.scenario, perturbations=self.state.perturbations, config=self.config,
-            resample=self.resample, use_ledger=self.use_ledger, checks=self.checks,
+            resample=self.resample, use_ledger=self.use_ledger, checks=self.checks, history_turns=self.history_turns,
         )
         twin.restore(self.snapshot())
         twin.state.session_id = session_id or uuid.uuid4().hex[:12]
@@ -164,7 +177,8 @@ class SimEnv(Env):
         st = self.state
         ledger_text = st.ledger.render() if self.use_ledger and not st.ledger.is_empty() else None
         system = st.scenario.system_prompt(state=ledger_text, instructions=instructions)
-        return build_messages(system, [(t.action, t.observation) for t in st.turns], action)
+        turns = st.turns if self.history_turns is None else st.turns[max(0, len(st.turns) - self.history_turns):]
+        return build_messages(system, [(t.action, t.observation) for t in turns], action)
 
     def record(self, *, trajectory_id: str | None = None) -> Trajectory:
         """The session so far as a Trajectory (provenance ``sim``; injections and conflicts
@@ -258,6 +272,12 @@ class SimEnv(Env):
                 chosen, conflicts = cand, found
         return chosen, conflicts, len(extra)
 
+    def _settle(self, action: str, first: Prediction, conflicts: list[Conflict] | None, extra: list[Prediction],
+                injections: list[Injection]) -> Step:
+        if conflicts is None:
+            conflicts = self._conflicts(action, first)
+        return self._finish(action, *self._choose(action, first, conflicts, extra), injections)
+
     def _finish(self, action: str, pred: Prediction, conflicts: list[Conflict], tries: int, injections: list[Injection]) -> Step:
         st = self.state
         sc = st.scenario
@@ -268,8 +288,12 @@ class SimEnv(Env):
                 if inj.mode == "mechanical" and st.perturbations is not None:
                     params = st.perturbations.rules[inj.rule].merged_params()
                     observation = apply_mechanical(sc.domain, observation, inj, params)
-            # The ledger learns from what the agent actually saw.
-            self._rules.update(st.ledger, action, observation)
+            # The ledger learns from what the agent actually saw. Updated on a copy and
+            # swapped in whole: a reader on another thread (the server's /state) never sees
+            # it half-changed.
+            ledger = st.ledger.model_copy(deep=True)
+            self._rules.update(ledger, action, observation)
+            st.ledger = ledger
         turn = SimTurn(
             action=action, observation=observation, reasoning=pred.reasoning, latency_s=pred.latency_s,
             injections=injections, conflicts=conflicts, resampled=tries, error=error,

@@ -3,21 +3,30 @@
 Given tool schemas (a scenario, or the tools of a recorded trajectory), the facade lists
 them over MCP and answers every ``tools/call`` with the world model's prediction of the
 tool result, through a :class:`SimEnv` (ledger, perturbations and recording included).
-Like a real MCP server it has one environment state shared by all clients; calls are
-applied one at a time, in arrival order. Served over stdio or streamable HTTP.
+Arguments are checked against the tool's ``inputSchema`` first (a violation is a tool
+error, never a simulated call). Each client gets its own simulated environment: one over
+stdio, one per MCP session over streamable HTTP (stateless requests share one); calls to
+one environment are applied one at a time, in arrival order. Long-lived sessions keep only their last ``history_turns`` turns
+in the prompt (the ledger keeps what older turns established).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+import jsonschema
 import mcp_types as types
 from mcp.server.lowlevel.server import Server
 
 from agentworld.sim.env import SimEnv
 from agentworld.sim.ledger.tools import result_payload
+from agentworld.trajectory import Trajectory
 
 
 def mcp_tool(schema: dict[str, Any]) -> types.Tool:
@@ -50,19 +59,62 @@ def tool_result(observation: str, *, failed: bool = False) -> types.CallToolResu
     return types.CallToolResult(content=[types.TextContent(type="text", text=observation)], is_error=is_error or failed)
 
 
-class SimulatedToolServer:
-    """Holds the simulated environment behind an MCP :class:`Server`."""
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
-    def __init__(self, env: SimEnv, *, name: str = "agentworld-sim", seed: int = 0):
+
+@dataclass
+class _Client:
+    env: SimEnv
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    started: bool = False
+    touched: float = field(default_factory=time.monotonic)
+
+
+def client_key(ctx: Any) -> str:
+    """Which client environment a request belongs to: over streamable HTTP its MCP session
+    id (handshake-era clients); stateless HTTP requests (protocol 2026-07-28 and later carry
+    no session) share one environment, as they would share a real server's state; stdio
+    and in-process transports serve exactly one client."""
+    request = getattr(ctx, "request", None)
+    if request is None or not hasattr(request, "headers"):
+        return "local"
+    sid = request.headers.get("mcp-session-id")
+    return f"http:{sid}" if sid else "http:stateless"
+
+
+class SimulatedToolServer:
+    """Holds the simulated environments behind an MCP :class:`Server`.
+
+    ``env`` is the template every client's environment is forked from. ``max_clients``
+    caps the environments held (the least recently used is ended past it, like an idle
+    one); every ended environment goes to ``on_finish`` (e.g. the ``--record`` file).
+    ``history_turns`` bounds the turns each prompt carries.
+    """
+
+    def __init__(
+        self, env: SimEnv, *, name: str = "agentworld-sim", seed: int = 0, max_clients: int = 256,
+        history_turns: int | None = 50, on_finish: Callable[[Trajectory], None] | None = None,
+    ):
         if not env.scenario.tools:
             raise ValueError("the scenario declares no tools: give tool schemas or a trajectory with tools")
         # An MCP server lives as long as its clients: no turn limit.
         env.state.scenario = env.scenario.model_copy(update={"max_turns": 10**9})
+        env.history_turns = history_turns
         self.env = env
         self.tools = [mcp_tool(t) for t in env.scenario.tools]
         self.names = {t.name for t in self.tools}
-        self._lock = asyncio.Lock()
-        self._started = False
+        self.validators: dict[str, Any] = {}
+        self.unchecked: list[str] = []
+        for t in self.tools:
+            try:
+                cls = jsonschema.validators.validator_for(t.input_schema)
+                cls.check_schema(t.input_schema)
+                self.validators[t.name] = cls(t.input_schema)
+            except jsonschema.SchemaError:
+                self.unchecked.append(t.name)  # a malformed declared schema: calls go through unchecked
+        self.max_clients, self.on_finish = max_clients, on_finish
+        self.clients: OrderedDict[str, _Client] = OrderedDict()
         self._seed = seed
         self.server = Server(
             name, version="1", instructions=env.scenario.task or None,
@@ -73,18 +125,61 @@ class SimulatedToolServer:
         return types.ListToolsResult(tools=self.tools)
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        if params.name not in self.names:
-            return types.CallToolResult(content=[types.TextContent(type="text", text=f"Unknown tool: {params.name}")], is_error=True)
-        return await self.call(params.name, dict(params.arguments or {}))
+        return await self.call(params.name, dict(params.arguments or {}), client=client_key(ctx))
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        """Simulate one tool call (what ``tools/call`` runs)."""
-        async with self._lock:
-            if not self._started or self.env.state.done:
-                await self.env.areset(seed=self._seed)
-                self._started = True
-            res = await self.env.astep(json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False))
+    def check_arguments(self, name: str, arguments: dict[str, Any]) -> str | None:
+        """Why ``arguments`` do not fit the tool's declared inputSchema, or None when they do."""
+        validator = self.validators.get(name)
+        if validator is None:
+            return None
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))[:3]
+        if not errors:
+            return None
+        where = lambda e: "/".join(str(p) for p in e.absolute_path) or "(arguments)"  # noqa: E731
+        return f"Invalid arguments for {name}: " + "; ".join(f"{where(e)}: {e.message[:200]}" for e in errors)
+
+    async def call(self, name: str, arguments: dict[str, Any], *, client: str = "default") -> types.CallToolResult:
+        """Simulate one tool call (what ``tools/call`` runs) in ``client``'s environment."""
+        if name not in self.names:
+            return _error(f"Unknown tool: {name[:200]}")
+        if (problem := self.check_arguments(name, arguments)) is not None:
+            return _error(problem)
+        sess = self._client(client)
+        async with sess.lock:
+            if not sess.started or sess.env.state.done:
+                if sess.started:
+                    self._finish(sess)
+                await sess.env.areset(seed=self._seed)
+                sess.started = True
+            res = await sess.env.astep(json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False))
+            sess.touched = time.monotonic()
         return tool_result(res.observation, failed=res.info.get("error") is not None)
+
+    def _client(self, key: str) -> _Client:
+        sess = self.clients.get(key)
+        if sess is None:
+            while len(self.clients) >= self.max_clients:
+                _, old = self.clients.popitem(last=False)
+                self._finish(old)
+            sess = self.clients[key] = _Client(self.env.fork())
+        self.clients.move_to_end(key)
+        return sess
+
+    def _finish(self, sess: _Client) -> None:
+        if self.on_finish is not None and sess.env.turn:
+            self.on_finish(sess.env.record(trajectory_id=f"sim-mcp-{sess.env.session_id}-{time.time_ns()}"))
+
+    def records(self) -> list[Trajectory]:
+        """The trajectories of the environments still held, one per client that called a tool."""
+        return [c.env.record() for c in self.clients.values() if c.env.turn]
+
+    def close_all(self) -> int:
+        """End every held environment (``on_finish`` gets each); returns how many had turns."""
+        held = [c for c in self.clients.values() if c.env.turn]
+        for c in list(self.clients.values()):
+            self._finish(c)
+        self.clients.clear()
+        return len(held)
 
     async def serve_stdio(self) -> None:
         from mcp.server.stdio import stdio_server
@@ -93,5 +188,6 @@ class SimulatedToolServer:
             await self.server.run(read, write, self.server.create_initialization_options())
 
     def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
-        """A Starlette app serving streamable HTTP at ``path`` (run it with uvicorn)."""
+        """A Starlette app serving streamable HTTP at ``path`` (run it with uvicorn; put it
+        behind :class:`agentworld.serving.RequestGuard` for tokens and size limits)."""
         return self.server.streamable_http_app(streamable_http_path=path, host=host)

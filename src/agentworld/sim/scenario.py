@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentworld.domains import domain_of_task
@@ -19,6 +20,8 @@ from agentworld.trajectory import Trajectory
 
 
 _LEADING_PROMPT = re.compile(r"^[\w.-]+@[\w.-]+:\S+[#$] ")
+MAX_PATTERNS, MAX_PATTERN_CHARS = 32, 1000
+PATTERN_TIMEOUT_S = 0.5
 
 
 class Scenario(BaseModel):
@@ -57,8 +60,15 @@ class Scenario(BaseModel):
     @field_validator("success_patterns")
     @classmethod
     def _patterns_compile(cls, v: list[str]) -> list[str]:
-        for p in v:
-            re.compile(p)
+        if len(v) > MAX_PATTERNS:
+            raise ValueError(f"at most {MAX_PATTERNS} success patterns, got {len(v)}")
+        for i, p in enumerate(v):
+            if len(p) > MAX_PATTERN_CHARS:
+                raise ValueError(f"success pattern {i} is {len(p)} characters long (at most {MAX_PATTERN_CHARS})")
+            try:
+                regex.compile(p)
+            except regex.error as exc:
+                raise ValueError(f"success pattern {i} {p[:80]!r} is not a valid regular expression: {exc}") from None
         return v
 
     @classmethod
@@ -114,7 +124,15 @@ class Scenario(BaseModel):
         )
 
     def succeeded(self, observation: str) -> bool:
-        return bool(self.success_patterns) and all(re.search(p, observation) for p in self.success_patterns)
+        """Whether every success pattern matches ``observation``. Patterns come from clients,
+        so each search has a time limit: a catastrophically backtracking one counts as no
+        match instead of holding a CPU forever."""
+        if not self.success_patterns:
+            return False
+        try:
+            return all(regex.search(p, observation, timeout=PATTERN_TIMEOUT_S) for p in self.success_patterns)
+        except TimeoutError:
+            return False
 
     def trajectory_context(self) -> dict[str, Any]:
         """The scenario as Trajectory context fields (for recording a simulated episode)."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,15 @@ class UnknownSession(SessionError):
 
 class SessionBusy(SessionError):
     status, code = 409, "session_busy"
+
+
+class TooLarge(SessionError):
+    status, code = 413, "too_large"
+
+
+def new_session_id() -> str:
+    """A server-made session id: 128 random bits, so holding one is the right to use it."""
+    return secrets.token_urlsafe(16)
 
 
 class Limits(BaseModel):
@@ -121,12 +130,23 @@ class SessionManager:
             self.close(sid)
 
     async def reset(
-        self, *, session_id: str | None = None, seed: int | None = None, scenario: dict | None = None,
-        perturbations: dict | None = None,
+        self, *, session_id: str | None = None, seed: int | None = None,
+        scenario: Scenario | dict | None = None, perturbations: PerturbationSpec | dict | None = None,
     ) -> tuple[str, Reset]:
-        """Reset an existing session or open a new one (``session_id`` None or unknown)."""
+        """Reset the open session ``session_id``, or open a new one (``session_id`` None).
+
+        Ids are made here, never chosen by clients: an unknown id is refused, so no client
+        can plant a session under a name another will use."""
         self._expire()
-        sess = self.sessions.get(session_id) if session_id else None
+        try:
+            options: dict[str, Any] = {}
+            if scenario is not None:
+                options["scenario"] = Scenario.model_validate(scenario)
+            if perturbations is not None:
+                options["perturbations"] = PerturbationSpec.model_validate(perturbations)
+        except ValueError as exc:
+            raise SessionError(str(exc)) from None
+        sess = self.get(session_id) if session_id else None
         if sess is not None:
             if sess.lock.locked():
                 raise SessionBusy(f"session {session_id!r} is stepping", "reset after the step's answer")
@@ -138,18 +158,13 @@ class SessionManager:
                     f"session cap reached: {len(self.sessions)} of {self.limits.max_sessions} sessions are open",
                     "close finished sessions (POST /close or a WebSocket 'close' message) or raise --max-sessions",
                 )
-            sid = session_id or uuid.uuid4().hex[:16]
+            sid = new_session_id()
             env = SimEnv(self.wm, self.scenario, perturbations=self.perturbations, config=self.config,
                          resample=self.resample, session_id=sid)
             sess = self.sessions[sid] = _Session(env)
             self.peak_sessions = max(self.peak_sessions, len(self.sessions))
         sess.touched = time.monotonic()
         try:
-            options: dict[str, Any] = {}
-            if scenario is not None:
-                options["scenario"] = Scenario.model_validate(scenario)
-            if perturbations is not None:
-                options["perturbations"] = PerturbationSpec.model_validate(perturbations)
             return sess.env.session_id, await sess.env.areset(seed=seed, options=options)
         except ValueError as exc:
             raise SessionError(str(exc)) from None
@@ -157,7 +172,7 @@ class SessionManager:
     def get(self, session_id: str) -> _Session:
         sess = self.sessions.get(session_id)
         if sess is None:
-            raise UnknownSession(f"no open session {session_id!r}", "call reset first; idle sessions expire")
+            raise UnknownSession(f"no open session {session_id[:64]!r}", "open one with reset (no session_id: the server makes ids); idle sessions expire")
         return sess
 
     async def step(self, session_id: str, action: Any) -> Step:
@@ -203,6 +218,13 @@ class SessionManager:
         if sess is not None:
             self._save(sess)
         return sess is not None
+
+    def close_all(self) -> int:
+        """Close (and so record) every open session, e.g. on shutdown; returns how many."""
+        sids = list(self.sessions)
+        for sid in sids:
+            self.close(sid)
+        return len(sids)
 
     def _save(self, sess: _Session) -> None:
         if self.record_path is not None and sess.env.turn:

@@ -13,13 +13,24 @@ from typing import Any
 
 from agentworld.sim.ledger.base import Conflict, LedgerState
 
-_INSERT = re.compile(r"^\s*insert\s+into\s+[`\"]?(\w+)[`\"]?\s*\(([^)]*)\)\s*values\s*(.+?);?\s*$", re.I | re.S)
-_DELETE = re.compile(r"^\s*delete\s+from\s+[`\"]?(\w+)[`\"]?\s+where\s+(\w+)\s*=\s*('(?:[^']|'')*'|-?\d+(?:\.\d+)?)\s*;?\s*$", re.I | re.S)
-_SELECT = re.compile(r"^\s*select\s+(.+?)\s+from\s+[`\"]?(\w+)[`\"]?(?:\s+where\s+(\w+)\s*=\s*('(?:[^']|'')*'|-?\d+(?:\.\d+)?))?\s*;?\s*$", re.I | re.S)
-_NOT_SIMPLE = re.compile(r"\b(join|limit|group\s+by|count|sum|avg|min|max|distinct|offset)\b|\bwhere\b.*\b(and|or)\b", re.I | re.S)
-_TUPLE = re.compile(r"\(((?:'(?:[^']|'')*'|[^()'])*)\)")
-_LITERAL = re.compile(r"\s*('(?:[^']|'')*'|-?\d+(?:\.\d+)?|null)\s*(?:,|$)", re.I)
-
+# Agent input: every pattern here runs in linear time. A quoted literal may not be
+# followed by a quote (``''`` inside it is the escape), so it has exactly one parse and
+# repetitions of literals cannot backtrack exponentially; trailing ``;`` and blanks are
+# matched as ``\s*(?:;\s*)?$``, never as two adjacent ``\s*``.
+_STR = r"'(?:[^']|'')*'(?!')"
+_LIT = rf"{_STR}|-?\d+(?:\.\d+)?"
+_INSERT = re.compile(r"^\s*insert\s+into\s+[`\"]?(\w+)[`\"]?\s*\(([^)]*)\)\s*values\s*", re.I)
+_DELETE = re.compile(rf"^\s*delete\s+from\s+[`\"]?(\w+)[`\"]?\s+where\s+(\w+)\s*=\s*({_LIT})\s*(?:;\s*)?$", re.I | re.S)
+_SELECT = re.compile(r"^\s*select\s+", re.I)
+_FROM = re.compile(r"(?<=\s)from\s+", re.I)
+_SELECT_TAIL = re.compile(rf"[`\"]?(\w+)[`\"]?(?:\s+where\s+(\w+)\s*=\s*({_LIT}))?\s*(?:;\s*)?", re.I | re.S)
+_COMPLEX = re.compile(r"\b(join|limit|group\s+by|count|sum|avg|min|max|distinct|offset)\b", re.I)
+_WHERE = re.compile(r"\bwhere\b", re.I)
+_AND_OR = re.compile(r"\b(and|or)\b", re.I)
+_TUPLE = re.compile(rf"\(((?:{_STR}|[^()'])*)\)")
+_LITERAL = re.compile(rf"\s*({_STR}|-?\d+(?:\.\d+)?|null)\s*(?:,|$)", re.I)
+#: longer statements are left alone (their effect counts as unknown)
+MAX_SQL_CHARS = 1 << 16
 
 def _literal(text: str) -> str | None:
     text = text.strip()
@@ -47,10 +58,37 @@ def sql_of(args: dict[str, Any]) -> str | None:
     return None
 
 
+def _insert(sql: str) -> tuple[str, list[str], str] | None:
+    """``(table, columns, rows text)`` of a simple INSERT."""
+    m = _INSERT.match(sql)
+    if not m:
+        return None
+    rest = sql[m.end():].rstrip()
+    rest = rest[:-1] if rest.endswith(";") else rest
+    return (m.group(1).lower(), [c.strip(' `"').lower() for c in m.group(2).split(",")], rest) if rest else None
+
+
+def _select(sql: str) -> tuple[str, str, str, str | None] | None:
+    """``(shown columns, table, where column, where literal)`` of a simple SELECT."""
+    head = _SELECT.match(sql)
+    if not head or _COMPLEX.search(sql) or ((w := _WHERE.search(sql)) and _AND_OR.search(sql, w.end())):
+        return None
+    frm = _FROM.search(sql, head.end())
+    if not frm:
+        return None
+    shown = sql[head.end():frm.start()].strip()
+    tail = _SELECT_TAIL.fullmatch(sql, frm.end())
+    if not shown or not tail:
+        return None
+    return shown, tail.group(1).lower(), (tail.group(2) or "").lower(), tail.group(3)
+
+
 def update(state: LedgerState, sql: str) -> None:
-    if m := _INSERT.match(sql):
-        table, cols = m.group(1).lower(), [c.strip(' `"').lower() for c in m.group(2).split(",")]
-        for tup in _TUPLE.finditer(m.group(3)):
+    if len(sql) > MAX_SQL_CHARS:
+        return
+    if ins := _insert(sql):
+        table, cols, rows = ins
+        for tup in _TUPLE.finditer(rows):
             vals = _values(tup.group(1))
             if vals is not None and len(vals) == len(cols):
                 state.rows.append({"table": table, "values": dict(zip(cols, vals))})
@@ -60,11 +98,11 @@ def update(state: LedgerState, sql: str) -> None:
 
 
 def check(state: LedgerState, sql: str, result: str) -> list[Conflict]:
-    m = _SELECT.match(sql)
-    if not m or _NOT_SIMPLE.search(sql):
+    sel = _select(sql) if len(sql) <= MAX_SQL_CHARS else None
+    if sel is None:
         return []
-    shown, table, col = m.group(1).strip(), m.group(2).lower(), (m.group(3) or "").lower()
-    val = _literal(m.group(4)) if m.group(4) else None
+    shown, table, col, literal = sel
+    val = _literal(literal) if literal else None
     columns = None if shown == "*" else [c.strip(' `"').lower() for c in shown.split(",")]
     if columns is not None and not all(re.fullmatch(r"\w+", c) for c in columns):
         return []  # expressions or aliases: the result's form is not determined

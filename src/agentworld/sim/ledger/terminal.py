@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-import shlex
 
 from agentworld.sim.ledger.base import Conflict, DomainRules, LedgerState
 
@@ -24,6 +23,41 @@ _HEREDOC = re.compile(r"^(?P<cmd>.*?)<<-?\s*(?P<q>['\"]?)(?P<tag>\w+)(?P=q)(?P<r
 _FAILED = re.compile(r"permission denied|no space left|read-only file system|no such file|cannot|not found", re.IGNORECASE)
 _NO_SUCH = re.compile(r"no such file or directory", re.IGNORECASE)
 _VAR = re.compile(r"\$(\w+)|\$\{(\w+)\}")
+# One piece of a shell word per match; every branch consumes input, so splitting is linear.
+_PIECE = re.compile(r"""(?P<ws>\s+)|'(?P<sq>[^']*)'|"(?P<dq>(?:[^"\\]|\\.)*)"|\\(?P<esc>.)|(?P<plain>[^\s'"\\]+)""", re.S)
+_DQ_ESCAPE = re.compile(r"""\\([\\"$`])""")
+
+
+def split_words(line: str) -> list[str] | None:
+    """``line`` split into words the way a POSIX shell reads them (quotes, backslashes, a
+    ``#`` comment at the start of a word), in time linear in the line; None when a quote or
+    a backslash is left open. ``shlex.split`` does the same in quadratic time, which let one
+    large action stall the simulator."""
+    words: list[str] = []
+    parts: list[str] = []
+    in_word = False
+    pos, end = 0, len(line)
+    while pos < end:
+        m = _PIECE.match(line, pos)
+        if m is None:
+            return None  # an open quote or a trailing backslash
+        pos = m.end()
+        kind = m.lastgroup
+        if kind == "ws":
+            if in_word:
+                words.append("".join(parts))
+                parts, in_word = [], False
+            continue
+        if kind == "plain" and not in_word and m.group("plain").startswith("#"):
+            break  # a comment runs to the end of the line
+        in_word = True
+        if kind == "dq":
+            parts.append(_DQ_ESCAPE.sub(r"\1", m.group("dq")))
+        else:
+            parts.append(m.group(kind or "plain"))
+    if in_word:
+        words.append("".join(parts))
+    return words
 
 
 def keystrokes_text(action: str) -> str:
@@ -44,9 +78,19 @@ def keystrokes_text(action: str) -> str:
     return "".join(parts)
 
 
+#: the typed text the ledger reads per action; what follows (whole lines past it) counts as
+#: unknown, so one huge action costs a bounded amount of parsing
+MAX_PARSE_CHARS = 1 << 15
+
+
 def commands(action: str) -> list[tuple[list[str], str | None]]:
-    """Simple commands of the typed lines as ``(argv, heredoc_body)``; unparsable lines skipped."""
-    lines = keystrokes_text(action).split("\n")
+    """Simple commands of the typed lines as ``(argv, heredoc_body)``; unparsable lines skipped.
+    Only the whole lines within the first :data:`MAX_PARSE_CHARS` characters are read."""
+    text = keystrokes_text(action)
+    cut = len(text) > MAX_PARSE_CHARS
+    if cut:
+        text = text[: text.rfind("\n", 0, MAX_PARSE_CHARS) + 1]
+    lines = text.split("\n")
     out: list[tuple[list[str], str | None]] = []
     i = 0
     while i < len(lines):
@@ -59,14 +103,13 @@ def commands(action: str) -> list[tuple[list[str], str | None]]:
             while i < len(lines) and lines[i].strip() != tag:
                 collected.append(lines[i])
                 i += 1
+            if cut and i >= len(lines):
+                break  # the body runs past what was read: its content is unknown
             i += 1
             body = "\n".join(collected) + "\n"
             line = m.group("cmd") + m.group("rest")
         for part in re.split(r"&&|\|\||;", line):
-            try:
-                argv = shlex.split(part, comments=True)
-            except ValueError:
-                continue
+            argv = split_words(part)
             if argv:
                 out.append((argv, body))
     return out
