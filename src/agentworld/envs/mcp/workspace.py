@@ -11,11 +11,14 @@ same episode can be rebuilt and replayed byte for byte:
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from agentworld.envs.mcp.servers import GIT_ENV, WORKSPACE, Limits, ServerSpec, confined_argv, server_env
+from agentworld.envs.mcp.servers import (
+    GIT_ENV, WORKSPACE, Limits, ServerSpec, confined_argv, hand_over, server_env,
+)
 
 
 def _write_tree(root: Path, files: dict[str, str]) -> None:
@@ -25,7 +28,10 @@ def _write_tree(root: Path, files: dict[str, str]) -> None:
             raise ValueError(f"workspace path must be relative and stay inside: {rel!r}")
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        # The repository is also written by git inside the sandbox: never follow a link it made.
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
 
 
 def _git(workspace: Path, *args: str) -> str:
@@ -38,19 +44,22 @@ def _git(workspace: Path, *args: str) -> str:
 
 
 def build_workspace(workspace: Path, options: dict[str, Any]) -> None:
-    """Create ``workspace`` with the content ``options`` describe."""
+    """Create ``workspace`` with the content ``options`` describe, owned by the servers' user."""
     for sub in ("files", "site", "repo"):
         (workspace / sub).mkdir(parents=True, exist_ok=True)
     _write_tree(workspace / "files", options.get("files") or {})
     _write_tree(workspace / "site", options.get("site") or {})
+    hand_over(workspace)
     repo = options.get("repo")
     if repo:
         _git(workspace, "init", "-q", "-b", "main")
         for commit in repo.get("commits", []):
             _write_tree(workspace / "repo", commit.get("files") or {})
+            hand_over(workspace / "repo")
             _git(workspace, "add", "-A")
             _git(workspace, "commit", "-q", "-m", commit["message"])
         _write_tree(workspace / "repo", repo.get("worktree") or {})
+        hand_over(workspace / "repo")
 
 
 def describe_workspace(options: dict[str, Any]) -> str:
