@@ -1,30 +1,30 @@
 """Launch one MCP server: build its filesystem view as root, then run bwrap as an unprivileged user.
 
-Run as ``python -I -S _confine.py PLAN BWRAP [ARGS...]`` (standard library only, so it
-starts fast and imports nothing from the checkout). Why two stages: bwrap must run as an
-unprivileged outer user -- run by root, its user namespace maps the sandbox's root to the
-host's root. But an unprivileged bwrap can only bind host paths that user can reach,
+Run as ``python -I -S _confine.py OP... -- BWRAP [ARGS...]`` (standard library only,
+and not even json: it runs once per server and per workspace git command, so it starts
+in milliseconds and imports nothing from the checkout). Why two stages: bwrap must run as
+an unprivileged outer user -- run by root, its user namespace maps the sandbox's root to
+the host's root. But an unprivileged bwrap can only bind host paths that user can reach,
 and the interpreter and packages may sit under ``/root`` (mode 0700), the workspace under
-a private temporary folder. So this launcher, still root, opens every source first, then
-in a private mount namespace (nothing propagates to the host, and it vanishes with the
-server) mounts a small read-only tmpfs holding exactly the sandbox's tree: each source
-bound at its place (read-only except the workspace), a few generated ``/etc`` files.
-Then it drops to the server user for good (groups, gid, uid; no capability survives),
-sets hard resource limits, opens the seccomp filter and execs bwrap, which binds that
-tree as ``/`` inside fresh user, PID, IPC, UTS and network namespaces.
+a private temporary folder. So this launcher, still root, builds the tree in a private
+mount namespace (nothing propagates to the host, and it vanishes with the server): a
+small read-only tmpfs holding exactly the sandbox's tree, each source bound at its place
+(read-only except the workspace), a few generated ``/etc`` files. Then it drops to the
+server user for good (groups, gid, uid; no capability survives), sets hard resource
+limits, opens the seccomp filter and execs bwrap, which binds that tree as ``/`` inside
+fresh user, PID, IPC, UTS and network namespaces.
 
-PLAN is JSON: ``uid``, ``gid``, ``stage`` (an existing root-owned folder to mount the
-tree over), ``binds`` (``[source, dest, writable]``), ``symlinks`` (``[target, dest]``),
-``files`` (``{dest: text}``), ``dirs`` (mount points bwrap fills), ``rlimits``
-(``{name: value}``), ``seccomp`` (filter path) and ``tag`` (bwrap's own environment: it
-names the owner, so a later sweep can tell whose server this is; the server never sees it).
-The launcher's environment is the server's environment.
+OPs (each a word and its fixed number of arguments, see :data:`ARITY`): ``stage PATH``
+(an existing root-owned folder to mount the tree over), ``user UID GID``, ``ro SRC DEST``,
+``rw SRC DEST``, ``ln TARGET DEST``, ``file DEST TEXT``, ``dir DEST`` (a mount point bwrap
+fills), ``rlimit NAME VALUE``, ``seccomp PATH`` and ``tag NAME VALUE`` (bwrap's own
+environment: it names the owner so a later sweep can tell whose server this is; the
+server never sees it). The launcher's environment is the server's environment.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import resource
 import sys
@@ -45,6 +45,35 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
     enc = (lambda s: s.encode() if s is not None else None)
     _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
            f"mount {source} on {target}")
+
+
+ARITY = {"stage": 1, "user": 2, "ro": 2, "rw": 2, "ln": 2, "file": 2, "dir": 1, "rlimit": 2, "seccomp": 1, "tag": 2}
+
+
+def parse(args: list[str]) -> tuple[dict, list[str]]:
+    """The plan the OPs describe, and the bwrap command line after ``--``."""
+    plan: dict = {"binds": [], "symlinks": [], "files": {}, "dirs": [], "rlimits": {}, "tag": {}}
+    i = 0
+    while args[i] != "--":
+        op, values = args[i], args[i + 1:i + 1 + ARITY[args[i]]]
+        i += 1 + ARITY[op]
+        if op in ("ro", "rw"):
+            plan["binds"].append((values[0], values[1], op == "rw"))
+        elif op == "ln":
+            plan["symlinks"].append(tuple(values))
+        elif op == "file":
+            plan["files"][values[0]] = values[1]
+        elif op == "dir":
+            plan["dirs"].append(values[0])
+        elif op == "rlimit":
+            plan["rlimits"][values[0]] = int(values[1])
+        elif op == "tag":
+            plan["tag"][values[0]] = values[1]
+        elif op == "user":
+            plan["uid"], plan["gid"] = int(values[0]), int(values[1])
+        else:
+            plan[op] = values[0]
+    return plan, args[i + 1:]
 
 
 def _stage(plan: dict) -> None:
@@ -94,8 +123,7 @@ def _drop(plan: dict) -> None:
 
 
 def main(argv: list[str]) -> None:
-    plan = json.loads(argv[1])
-    bwrap = argv[2:]
+    plan, bwrap = parse(argv[1:])
     _stage(plan)
     seccomp = os.open(plan["seccomp"], os.O_RDONLY)  # opened as root: the filter lives in root's cache
     os.set_inheritable(seccomp, True)  # bwrap reads it after exec

@@ -14,7 +14,6 @@ nothing else.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -209,16 +208,21 @@ def confined_argv(spec: ServerSpec, workspace: Path, limits: Limits = Limits()) 
     from agentworld.envs._owner import OWNER_VAR, token
     from agentworld.envs.sandbox.seccomp import filter_path
 
-    binds = [[src, dest, False] for src, dest in _readonly_binds(spec)]
-    binds.append([str(workspace), WORKSPACE, True])
-    symlinks = [[os.readlink(d), d] for d in _SYSTEM_DIRS if os.path.islink(d)]
-    plan = {
-        "uid": SERVER_UID, "gid": SERVER_GID, "stage": _stage_dir(),
-        "binds": binds, "symlinks": symlinks, "files": _ETC_FILES, "dirs": ["/dev", "/proc", "/tmp"],
-        "rlimits": {"RLIMIT_CPU": limits.cpu_s, "RLIMIT_FSIZE": limits.file_mb * 2**20,
-                    "RLIMIT_NOFILE": limits.open_files},
-        "seccomp": str(filter_path()), "tag": {OWNER_VAR: token()},
-    }
+    ops = ["stage", _stage_dir(), "user", str(SERVER_UID), str(SERVER_GID),
+           "seccomp", str(filter_path()), "tag", OWNER_VAR, token()]
+    for src, dest in _readonly_binds(spec):
+        ops += ["ro", src, dest]
+    ops += ["rw", str(workspace), WORKSPACE]
+    for d in _SYSTEM_DIRS:
+        if os.path.islink(d):
+            ops += ["ln", os.readlink(d), d]
+    for dest, text in _ETC_FILES.items():
+        ops += ["file", dest, text]
+    for d in ("/dev", "/proc", "/tmp"):
+        ops += ["dir", d]
+    for name, value in (("RLIMIT_CPU", limits.cpu_s), ("RLIMIT_FSIZE", limits.file_mb * 2**20),
+                        ("RLIMIT_NOFILE", limits.open_files)):
+        ops += ["rlimit", name, str(value)]
     bwrap = [
         shutil.which("bwrap") or "/usr/bin/bwrap",
         "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
@@ -227,7 +231,7 @@ def confined_argv(spec: ServerSpec, workspace: Path, limits: Limits = Limits()) 
         "--chdir", WORKSPACE, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
         "--", *spec.argv,
     ]
-    return [sys.executable, "-I", "-S", str(_LAUNCHER), json.dumps(plan), *bwrap]
+    return [sys.executable, "-I", "-S", str(_LAUNCHER), *ops, "--", *bwrap]
 
 
 def _readonly_binds(spec: ServerSpec) -> list[tuple[str, str]]:
