@@ -163,8 +163,15 @@ def _readonly_dirs(spec: ServerSpec) -> list[str]:
     return dirs
 
 
+def _not_needed(spec: ServerSpec) -> list[str]:
+    """Runtimes the server does not use stay out of its sandbox."""
+    out = [] if "python" in spec.runtimes else [sys.prefix]
+    return out if spec.npm_package else [*out, str(npm_dir())]
+
+
 def _probe(name: str, ws: Path, markers: list[str], port: int) -> dict:
     spec = server_spec(name)
+    markers = markers + _not_needed(spec)
     args = json.dumps({"markers": markers, "dirs": _readonly_dirs(spec), "port": port,
                        "mounts": ["/", "/usr", "/etc", "/workspace", "/proc/sys"]})
     argv = ("node", "-e", JS_PROBE, args) if spec.npm_package else ("python3", "-c", PY_PROBE, args)

@@ -59,6 +59,8 @@ class ServerSpec:
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     description: str = ""
+    runtimes: tuple[str, ...] = ()
+    """``python`` (this interpreter's installation) and/or ``node``: what its sandbox binds."""
     binds: tuple[tuple[str, str], ...] = ()
     """Extra host paths the server reads: ``(host path, path inside)``, read-only."""
 
@@ -84,39 +86,40 @@ def _specs() -> dict[str, ServerSpec]:
     return {
         "time": ServerSpec(
             "time", "pypi:mcp-server-time", (py, "-m", "mcp_server_time", "--local-timezone", "UTC"),
-            description="current time and time-zone conversion",
+            description="current time and time-zone conversion", runtimes=("python",),
         ),
         "git": ServerSpec(
             "git", "pypi:mcp-server-git", (py, "-m", "mcp_server_git", "--repository", f"{ws}/repo"),
-            env=dict(GIT_ENV, HOME=ws), description=f"a git repository at {ws}/repo",
+            env=dict(GIT_ENV, HOME=ws), description=f"a git repository at {ws}/repo", runtimes=("python",),
         ),
         "fetch": ServerSpec(
             "fetch", "pypi:mcp-server-fetch",
             (py, FETCH_HOST, f"{ws}/site", str(SITE_PORT)),
             description=f"fetches web pages; the local site is served at {SITE_URL}/",
+            runtimes=("python", "node"),  # its HTML extractor (readabilipy) runs a Node script
             binds=((str(Path(__file__).with_name("_fetch_host.py")), FETCH_HOST),),
         ),
         "filesystem": ServerSpec(
             "filesystem", "npm:@modelcontextprotocol/server-filesystem",
             (node, _node_entry("@modelcontextprotocol/server-filesystem"), f"{ws}/files"),
-            description=f"file access confined to {ws}/files",
+            description=f"file access confined to {ws}/files", runtimes=("node",),
         ),
         "memory": ServerSpec(
             "memory", "npm:@modelcontextprotocol/server-memory",
             (node, _node_entry("@modelcontextprotocol/server-memory")),
             env={"MEMORY_FILE_PATH": f"{ws}/memory.jsonl"},
-            description="a knowledge graph of entities, relations and observations",
+            description="a knowledge graph of entities, relations and observations", runtimes=("node",),
         ),
         "everything": ServerSpec(
             "everything", "npm:@modelcontextprotocol/server-everything",
             (node, _node_entry("@modelcontextprotocol/server-everything"), "stdio"),
-            description="the MCP reference test server",
+            description="the MCP reference test server", runtimes=("node",),
         ),
         "sequential-thinking": ServerSpec(
             "sequential-thinking", "npm:@modelcontextprotocol/server-sequential-thinking",
             (node, _node_entry("@modelcontextprotocol/server-sequential-thinking")),
             env={"DISABLE_THOUGHT_LOGGING": "true"},
-            description="structured step-by-step thinking",
+            description="structured step-by-step thinking", runtimes=("node",),
         ),
     }
 
@@ -227,7 +230,8 @@ def confined_argv(spec: ServerSpec, workspace: Path, limits: Limits = Limits()) 
         shutil.which("bwrap") or "/usr/bin/bwrap",
         "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
         "--unshare-cgroup-try", "--hostname", "mcp",
-        "--dev", "/dev", "--remount-ro", "/dev", "--proc", "/proc", "--size", str(limits.tmp_mb * 2**20), "--tmpfs", "/tmp",
+        "--dev", "/dev", "--remount-ro", "/dev", "--proc", "/proc",
+        "--size", str(limits.tmp_mb * 2**20), "--tmpfs", "/tmp",
         "--chdir", WORKSPACE, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
         "--", *spec.argv,
     ]
@@ -238,9 +242,9 @@ def _readonly_binds(spec: ServerSpec) -> list[tuple[str, str]]:
     """Host paths ``spec`` reads, each at the same place inside (plus the spec's own binds)."""
     paths = [d for d in _SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
     paths += [p for p in _ETC_BINDS if os.path.exists(p)]
-    if spec.source.startswith("pypi:"):
+    if "python" in spec.runtimes:
         paths += _python_dirs()
-    if spec.npm_package or spec.source.startswith("pypi:"):  # fetch's extractor runs node too
+    if "node" in spec.runtimes:
         paths += _node_dirs()
     if spec.npm_package:
         paths.append(str(npm_dir()))
