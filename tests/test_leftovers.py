@@ -137,6 +137,18 @@ def test_any_env_start_sweeps(tmp_path: Path) -> None:
     assert not left.exists()
 
 
+def test_collect_commands_sweep_and_say_so(tmp_path: Path) -> None:
+    left = tmp_path / f"{MCP_PREFIX}left"
+    left.mkdir()
+    (left / "owner").write_text(_dead_token())
+    cmd = [sys.executable, "-m", "agentworld", "collect", "mcp", "--out", str(tmp_path / "none.jsonl"),
+           "--episodes", "0", "--test-episodes", "0"]
+    res = subprocess.run(cmd, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "removed 1 MCP folder(s) left behind by killed runs" in " ".join((res.stdout + res.stderr).split())
+    assert not left.exists()
+
+
 # -- MCP folders on normal close --------------------------------------------------------------
 
 
