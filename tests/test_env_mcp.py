@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import socket
@@ -26,7 +27,7 @@ from agentworld.envs.mcp import (
     run_scripted,
     server_spec,
 )
-from agentworld.envs.mcp.servers import ServerSpec, confined_argv, server_env
+from agentworld.envs.mcp.servers import confined_argv, hand_over, server_env
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -139,6 +140,7 @@ def test_workspace_paths_are_the_same_in_every_episode(env: McpEnv) -> None:
 def test_sandbox_blocks_writes_outside_and_the_network(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
+    hand_over(ws)
     # A host server the sandbox must not reach.
     class Hello(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802
@@ -159,7 +161,7 @@ def test_sandbox_blocks_writes_outside_and_the_network(tmp_path: Path) -> None:
         "try:\n    s.connect(('127.0.0.1', int(sys.argv[2]))); print('NET')\nexcept OSError: print('NONET')\n"
     )
     outside = tmp_path / "outside.txt"
-    spec = ServerSpec("probe", "", ("python3", "-c", probe, str(outside), str(port)))
+    spec = dataclasses.replace(server_spec("time"), argv=("python3", "-c", probe, str(outside), str(port)))
     try:
         res = subprocess.run(confined_argv(spec, ws), env=server_env(spec), capture_output=True, text=True, timeout=60)
         # Sanity: the host itself reaches the server, so NONET below is the sandbox's doing.

@@ -32,9 +32,20 @@ class Step(NamedTuple):
 
 
 class Env(abc.ABC):
-    """A (real or simulated) environment for one domain; one episode at a time."""
+    """A (real or simulated) environment for one domain; one episode at a time.
+
+    The first environment created in a process sweeps up what killed runs left behind
+    (sandboxes, MCP folders, server processes; see :mod:`agentworld.envs.sweep`), so a
+    ``kill -9`` costs nothing past the next start, of whatever kind.
+    """
 
     domain: str = ""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Env:
+        from agentworld.envs.sweep import sweep_leftovers  # lazy: the sweep imports the sandbox package
+
+        sweep_leftovers()  # cached: once per process
+        return super().__new__(cls)
 
     @abc.abstractmethod
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:

@@ -83,7 +83,13 @@ def run_collection(
     policy: TurnPolicy | str = TurnPolicy.spread,
     show_progress: bool = True,
 ) -> CollectionReport:
-    """Record every job not yet in ``out`` with ``run_one`` (sync or async) on ``workers`` threads."""
+    """Record every job not yet in ``out`` with ``run_one`` (sync or async) on ``workers`` threads.
+
+    Leftovers of killed runs are swept first (once per process; see :mod:`agentworld.envs.sweep`).
+    """
+    from agentworld.envs.sweep import sweep_leftovers
+
+    sweep_leftovers()
     out = Path(out)
     jobs = list(jobs)
     ids = [j.job_id for j in jobs]

@@ -45,9 +45,13 @@ def split_jobs(domain: str, episodes: int, test_episodes: int, seed: int, templa
 
 def run_and_report(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], out_path: Path, workers: int,
          bench_dir: Path | None) -> None:
-    """Run the jobs on the shared runner, print what was recorded, exit 1 if any failed."""
+    """Sweep what killed runs left, run the jobs on the shared runner, print what was
+    recorded, exit 1 if any failed."""
     from agentworld.envs.collect import failures_path, run_collection
+    from agentworld.envs.sweep import sweep_leftovers
 
+    if (swept := sweep_leftovers()).total:
+        console.print(str(swept))
     report = run_collection(jobs, run_one, out=out_path, workers=workers, bench_dir=bench_dir, desc=f"{domain} episodes")
     out.print(f"{out_path}: {report.done} recorded, {report.skipped} already there, {report.failed} failed "
               f"({report.episodes_per_minute:.1f} episodes/min)")

@@ -37,7 +37,7 @@ def collect_terminal(
     Templates are cycled in order, so every split covers all of them; held-out episodes
     become benchmark samples (first, last and three middle turns) in --bench-dir.
     """
-    from agentworld.envs.sandbox import SandboxUnavailable, ensure_rootfs, sweep_stale
+    from agentworld.envs.sandbox import SandboxUnavailable, ensure_rootfs
     from agentworld.envs.sandbox.prereq import check_host
     from agentworld.envs.terminal import TEMPLATES, TerminalEnv
     from agentworld.envs.terminal.drivers import AgentConfig, run_agent, run_scripted
@@ -47,8 +47,6 @@ def collect_terminal(
             raise fail(f"unknown terminal task template {name!r}", f"choose from: {', '.join(TEMPLATES.names())}")
     try:
         check_host()
-        if swept := sweep_stale():
-            console.print(f"removed {swept} sandbox(es) left behind by killed runs")
         if not build:
             ensure_rootfs(build=False)
         else:

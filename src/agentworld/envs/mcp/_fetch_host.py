@@ -1,8 +1,10 @@
 """Run the fetch MCP server next to a static page server on its private loopback.
 
-Started inside the episode sandbox as ``python -m agentworld.envs.mcp._fetch_host SITE PORT``:
-the pages under SITE are served at ``http://localhost:PORT/`` in the sandbox's own
-network namespace, so the fetch server can reach them and nothing else.
+Started inside the episode sandbox as ``python /opt/agentworld/fetch_host.py SITE PORT``
+(this file alone is bound there, read-only: the sandbox needs nothing else of this
+package, and standard library plus ``mcp_server_fetch`` are all it imports): the pages
+under SITE are served at ``http://localhost:PORT/`` in the sandbox's own network
+namespace, so the fetch server can reach them and nothing else.
 """
 
 from __future__ import annotations

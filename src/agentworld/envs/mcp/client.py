@@ -22,7 +22,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-from agentworld.envs.mcp.servers import Limits, ServerSpec, confined_argv, server_env
+from agentworld.envs.mcp.servers import Limits, ServerSpec, confined_argv, hand_over, server_env
 
 
 class McpStartError(RuntimeError):
@@ -59,7 +59,10 @@ def error_json(exc: MCPError) -> dict[str, Any]:
 
 
 class McpHub:
-    """Start ``specs`` confined over ``workspace``; list and call their tools synchronously."""
+    """Start ``specs`` confined over ``workspace``; list and call their tools synchronously.
+
+    ``workspace`` is handed to the servers' unprivileged user on start (see :func:`hand_over`).
+    """
 
     def __init__(self, specs: list[ServerSpec], workspace: Path, *, limits: Limits = Limits(),
                  timeout_s: float = 60.0, log_path: Path | None = None):
@@ -78,6 +81,7 @@ class McpHub:
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self) -> McpHub:
+        hand_over(self.workspace)
         self._thread.start()
         ready: Future[None] = Future()
         self._lifetime = asyncio.run_coroutine_threadsafe(self._hold(ready), self._loop)

@@ -10,14 +10,17 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Any
 
 from agentworld import tool_calls
+from agentworld.envs._owner import write_owner
 from agentworld.envs.base import Env, Reset, Step
 from agentworld.envs.mcp.client import McpHub
 from agentworld.envs.mcp.servers import Limits, server_spec
 from agentworld.envs.mcp.workspace import build_workspace, describe_workspace
+from agentworld.envs.sweep import MCP_PREFIX, sweep_leftovers
 from agentworld.tool_calls import ToolCallError
 
 
@@ -46,7 +49,10 @@ class McpEnv(Env):
     """Real MCP servers for one episode at a time.
 
     ``reset(options=...)`` takes ``servers`` (names from :data:`SERVER_NAMES`), ``task``
-    (the task description) and the workspace content (see :mod:`.workspace`).
+    (the task description) and the workspace content (see :mod:`.workspace`). Each
+    episode lives in a temporary folder under ``root`` (default: the system's), removed
+    when the next episode starts, on :meth:`close`, when the env is garbage-collected or
+    the interpreter exits, and -- after a kill -- by the next environment start's sweep.
     """
 
     domain = "mcp"
@@ -59,6 +65,7 @@ class McpEnv(Env):
         self.timeout_s = timeout_s
         self._hub: McpHub | None = None
         self._tmp: Path | None = None
+        self._remove_tmp: weakref.finalize | None = None
         self._context: dict[str, Any] = {}
 
     @property
@@ -73,7 +80,10 @@ class McpEnv(Env):
         names = list(options.get("servers") or self.default_servers)
         if self.root:
             self.root.mkdir(parents=True, exist_ok=True)
-        self._tmp = Path(tempfile.mkdtemp(prefix="aw-mcp-", dir=self.root))
+            sweep_leftovers(self.root)  # the default folder is swept when any env starts
+        self._tmp = Path(tempfile.mkdtemp(prefix=MCP_PREFIX, dir=self.root))
+        self._remove_tmp = weakref.finalize(self, shutil.rmtree, self._tmp, ignore_errors=True)
+        write_owner(self._tmp)
         workspace = self._tmp / "workspace"
         build_workspace(workspace, options)
         self._hub = McpHub([server_spec(n) for n in names], workspace, limits=self.limits,
@@ -108,8 +118,9 @@ class McpEnv(Env):
         if self._hub is not None:
             self._hub.close()
             self._hub = None
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+        if self._remove_tmp is not None:
+            self._remove_tmp()  # removes the folder once, whoever calls first
+            self._remove_tmp = None
             self._tmp = None
 
     def close(self) -> None:

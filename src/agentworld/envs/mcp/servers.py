@@ -2,11 +2,13 @@
 
 Python servers come from PyPI (pinned in the ``envs`` extra); Node servers are installed
 by ``scripts/setup.sh`` with npm, pinned, into :func:`npm_dir` -- nothing is downloaded
-at run time. Every server runs under bubblewrap: the host filesystem read-only, the
-episode workspace bound read-write at ``/workspace`` (so paths in observations are the
-same on every machine and in every run), no network namespace shared with the host, and
-CPU-time / file-size limits. The fetch server shares its private loopback with a page
-server for the episode's ``/workspace/site`` folder, so it can reach those pages and
+at run time. Every server runs under bubblewrap as the unprivileged user ``nobody``,
+with no capabilities and the shared seccomp filter: it sees the system folders, its own
+runtime and package read-only, the episode workspace read-write at ``/workspace`` (so
+paths in observations are the same on every machine and in every run) and a private
+``/tmp``; nothing else of the host. Its network namespace holds only a loopback, and
+CPU-time / file-size limits apply. The fetch server shares its private loopback with a
+page server for the episode's ``/workspace/site`` folder, so it can reach those pages and
 nothing else.
 """
 
@@ -25,6 +27,8 @@ WORKSPACE = "/workspace"
 SITE_PORT = 8000
 SITE_URL = f"http://localhost:{SITE_PORT}"
 """Base URL of the episode's local pages, as the fetch server sees them."""
+FETCH_HOST = "/opt/agentworld/fetch_host.py"
+"""Where the fetch server's launcher script (``_fetch_host.py``) appears inside its sandbox."""
 
 NPM_VERSIONS = {
     "@modelcontextprotocol/server-filesystem": "2026.8.31",
@@ -55,6 +59,10 @@ class ServerSpec:
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     description: str = ""
+    runtimes: tuple[str, ...] = ()
+    """``python`` (this interpreter's installation) and/or ``node``: what its sandbox binds."""
+    binds: tuple[tuple[str, str], ...] = ()
+    """Extra host paths the server reads: ``(host path, path inside)``, read-only."""
 
     @property
     def npm_package(self) -> str | None:
@@ -78,38 +86,40 @@ def _specs() -> dict[str, ServerSpec]:
     return {
         "time": ServerSpec(
             "time", "pypi:mcp-server-time", (py, "-m", "mcp_server_time", "--local-timezone", "UTC"),
-            description="current time and time-zone conversion",
+            description="current time and time-zone conversion", runtimes=("python",),
         ),
         "git": ServerSpec(
             "git", "pypi:mcp-server-git", (py, "-m", "mcp_server_git", "--repository", f"{ws}/repo"),
-            env=dict(GIT_ENV, HOME=ws), description=f"a git repository at {ws}/repo",
+            env=dict(GIT_ENV, HOME=ws), description=f"a git repository at {ws}/repo", runtimes=("python",),
         ),
         "fetch": ServerSpec(
             "fetch", "pypi:mcp-server-fetch",
-            (py, "-m", "agentworld.envs.mcp._fetch_host", f"{ws}/site", str(SITE_PORT)),
+            (py, FETCH_HOST, f"{ws}/site", str(SITE_PORT)),
             description=f"fetches web pages; the local site is served at {SITE_URL}/",
+            runtimes=("python", "node"),  # its HTML extractor (readabilipy) runs a Node script
+            binds=((str(Path(__file__).with_name("_fetch_host.py")), FETCH_HOST),),
         ),
         "filesystem": ServerSpec(
             "filesystem", "npm:@modelcontextprotocol/server-filesystem",
             (node, _node_entry("@modelcontextprotocol/server-filesystem"), f"{ws}/files"),
-            description=f"file access confined to {ws}/files",
+            description=f"file access confined to {ws}/files", runtimes=("node",),
         ),
         "memory": ServerSpec(
             "memory", "npm:@modelcontextprotocol/server-memory",
             (node, _node_entry("@modelcontextprotocol/server-memory")),
             env={"MEMORY_FILE_PATH": f"{ws}/memory.jsonl"},
-            description="a knowledge graph of entities, relations and observations",
+            description="a knowledge graph of entities, relations and observations", runtimes=("node",),
         ),
         "everything": ServerSpec(
             "everything", "npm:@modelcontextprotocol/server-everything",
             (node, _node_entry("@modelcontextprotocol/server-everything"), "stdio"),
-            description="the MCP reference test server",
+            description="the MCP reference test server", runtimes=("node",),
         ),
         "sequential-thinking": ServerSpec(
             "sequential-thinking", "npm:@modelcontextprotocol/server-sequential-thinking",
             (node, _node_entry("@modelcontextprotocol/server-sequential-thinking")),
             env={"DISABLE_THOUGHT_LOGGING": "true"},
-            description="structured step-by-step thinking",
+            description="structured step-by-step thinking", runtimes=("node",),
         ),
     }
 
@@ -137,14 +147,16 @@ def missing_servers(names: list[str] | tuple[str, ...] = SERVER_NAMES) -> list[s
             elif shutil.which("node") is None:
                 out.append(f"{name}: node is not installed")
         else:
-            module = spec.argv[2]
-            if module.startswith("mcp_server") and importlib.util.find_spec(module) is None:
-                out.append(f"{name}: {spec.source[5:]} is not installed (pip install -e '.[envs]')")
+            dist = spec.source[5:]
+            if importlib.util.find_spec(dist.replace("-", "_")) is None:
+                out.append(f"{name}: {dist} is not installed (pip install -e '.[envs]')")
             elif name == "fetch" and not _readability_js_installed():
                 out.append("fetch: readabilipy's JavaScript dependencies are missing "
                            "(run python -m agentworld.envs.mcp.install)")
     if shutil.which("bwrap") is None:
         out.append("bubblewrap (bwrap) is not installed")
+    if os.geteuid() != 0:
+        out.append("MCP sandboxes are built as root before dropping to an unprivileged user: run as root")
     return out
 
 
@@ -162,64 +174,121 @@ class Limits:
     file_mb: int = 64
     """Largest file a server may write."""
     open_files: int = 1024
+    tmp_mb: int = 64
+    """Size of the server's private ``/tmp`` (memory-backed)."""
+
+
+SERVER_UID = SERVER_GID = 65534
+"""The unprivileged host user (``nobody``) every server runs as; workspaces are handed to it."""
+
+_LAUNCHER = Path(__file__).with_name("_confine.py")
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""Read-only in every sandbox (on merged-/usr systems all but /usr are symlinks)."""
+_ETC_BINDS = ("/etc/ld.so.cache", "/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/alternatives")
+"""The few host /etc entries servers need: the loader cache, public CA certificates, alternatives."""
+# Fixed identity and name resolution: ``localhost`` is the only host name, from a file.
+_ETC_FILES = {
+    "/etc/passwd": f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                   f"nobody:x:{SERVER_UID}:{SERVER_GID}:nobody:{WORKSPACE}:/usr/sbin/nologin\n",
+    "/etc/group": f"root:x:0:\nnogroup:x:{SERVER_GID}:\n",
+    "/etc/hosts": "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n",
+    "/etc/nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+    "/etc/hostname": "mcp\n",
+}
+_STAGES = ("/srv", "/media", "/mnt", "/opt")
+"""Root-owned host folders the launcher may mount the sandbox tree over, in its private namespace."""
 
 
 def confined_argv(spec: ServerSpec, workspace: Path, limits: Limits = Limits()) -> list[str]:
-    """The command line that runs ``spec`` in a bubblewrap sandbox over ``workspace``."""
-    bwrap = shutil.which("bwrap") or "bwrap"
-    prlimit = shutil.which("prlimit") or "prlimit"
-    return [
-        bwrap,
-        *_host_root_readonly(),
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--tmpfs", "/tmp",
-        *_python_under_hidden_dirs(),
-        "--bind", str(workspace), WORKSPACE,
-        "--chdir", WORKSPACE,
-        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-        "--die-with-parent",
-        prlimit, f"--cpu={limits.cpu_s}", f"--fsize={limits.file_mb * 2**20}",
-        f"--nofile={limits.open_files}", "--",
-        *spec.argv,
+    """The command line that runs ``spec`` confined, over ``workspace`` (see :mod:`._confine`).
+
+    The server runs as :data:`SERVER_UID` with no capabilities, under the shared seccomp
+    filter, in new user, PID, IPC, UTS and network namespaces (loopback only). It sees a
+    read-only tree holding only the system folders, its runtime and package, a few
+    generated ``/etc`` files and ``/workspace`` (the one writable host folder), plus a
+    private ``/tmp``. Run it with :func:`server_env` as its environment.
+    """
+    from agentworld.envs._owner import OWNER_VAR, token
+    from agentworld.envs.sandbox.seccomp import filter_path
+
+    ops = ["stage", _stage_dir(), "user", str(SERVER_UID), str(SERVER_GID),
+           "seccomp", str(filter_path()), "tag", OWNER_VAR, token()]
+    for src, dest in _readonly_binds(spec):
+        ops += ["ro", src, dest]
+    ops += ["rw", str(workspace), WORKSPACE]
+    for d in _SYSTEM_DIRS:
+        if os.path.islink(d):
+            ops += ["ln", os.readlink(d), d]
+    for dest, text in _ETC_FILES.items():
+        ops += ["file", dest, text]
+    for d in ("/dev", "/proc", "/tmp"):
+        ops += ["dir", d]
+    for name, value in (("RLIMIT_CPU", limits.cpu_s), ("RLIMIT_FSIZE", limits.file_mb * 2**20),
+                        ("RLIMIT_NOFILE", limits.open_files)):
+        ops += ["rlimit", name, str(value)]
+    bwrap = [
+        shutil.which("bwrap") or "/usr/bin/bwrap",
+        "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+        "--unshare-cgroup-try", "--hostname", "mcp",
+        "--dev", "/dev", "--remount-ro", "/dev", "--proc", "/proc",
+        "--size", str(limits.tmp_mb * 2**20), "--tmpfs", "/tmp",
+        "--chdir", WORKSPACE, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        "--", *spec.argv,
     ]
+    return [sys.executable, "-I", "-S", str(_LAUNCHER), *ops, "--", *bwrap]
 
 
-def _host_root_readonly() -> list[str]:
-    """Bind every top-level host folder read-only, one by one, so that the sandbox's own
-    root stays writable for the ``/workspace`` mount point (a read-only ``/`` would need
-    the folder to exist on the host)."""
-    args: list[str] = []
-    for entry in sorted(os.scandir("/"), key=lambda e: e.name):
-        if entry.name in {"proc", "dev", "tmp", "sys", "run", WORKSPACE.strip("/")}:
-            continue
-        if entry.is_symlink():
-            args += ["--symlink", os.readlink(entry.path), entry.path]
-        elif entry.is_dir():
-            args += ["--ro-bind", entry.path, entry.path]
-    return args
+def _readonly_binds(spec: ServerSpec) -> list[tuple[str, str]]:
+    """Host paths ``spec`` reads, each at the same place inside (plus the spec's own binds)."""
+    paths = [d for d in _SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    paths += [p for p in _ETC_BINDS if os.path.exists(p)]
+    if "python" in spec.runtimes:
+        paths += _python_dirs()
+    if "node" in spec.runtimes:
+        paths += _node_dirs()
+    if spec.npm_package:
+        paths.append(str(npm_dir()))
+    out: list[tuple[str, str]] = []
+    for path in paths:
+        if not any(path == p or path.startswith(p.rstrip("/") + "/") for p, _ in out):
+            out.append((path, path))
+    return out + [(src, dest) for src, dest in spec.binds]
 
 
-_HIDDEN = ("/tmp", "/run")
-"""Host folders the sandbox replaces with its own."""
+def _python_dirs() -> list[str]:
+    """This interpreter's installation (and its base, for a virtualenv): interpreter, standard
+    library and site-packages, wherever they live (under /root or /tmp included)."""
+    dirs = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
+    return sorted(d for d in dirs if d and os.path.isdir(d))
 
 
-def _python_under_hidden_dirs() -> list[str]:
-    """Read-only binds for this interpreter and its import paths when they live under a
-    folder the sandbox hides (a virtualenv or a checkout in /tmp, as CI clones may be):
-    without them the Python servers would not find their interpreter or packages."""
-    paths = {sys.prefix, sys.exec_prefix, sys.base_prefix, *sys.path}
-    args: list[str] = []
-    for path in sorted(p for p in paths if p and os.path.isdir(p)):
-        if any(path == h or path.startswith(h + "/") for h in _HIDDEN):
-            args += ["--ro-bind", path, path]
-    return args
+def _node_dirs() -> list[str]:
+    """The Node installation's prefix, when node does not come from the system folders."""
+    node = shutil.which("node")
+    if node is None:
+        return []
+    return [os.path.dirname(os.path.dirname(os.path.realpath(node)))]
+
+
+def _stage_dir() -> str:
+    for path in _STAGES:
+        if os.path.isdir(path) and not os.path.islink(path) and os.stat(path).st_uid == 0:
+            return path
+    raise RuntimeError(f"none of {', '.join(_STAGES)} is a root-owned folder to build MCP sandboxes on")
+
+
+def hand_over(workspace: Path) -> None:
+    """Give ``workspace`` and everything in it to the servers' user (symlinks not followed)."""
+    os.lchown(workspace, SERVER_UID, SERVER_GID)
+    for root, dirs, files in os.walk(workspace):
+        for name in dirs + files:
+            os.lchown(os.path.join(root, name), SERVER_UID, SERVER_GID)
 
 
 def server_env(spec: ServerSpec) -> dict[str, str]:
     """Environment of a server process: a small fixed base plus the spec's own variables."""
     base = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
         "HOME": WORKSPACE,
         "LANG": "C.UTF-8",
         "TZ": "UTC",
@@ -227,6 +296,4 @@ def server_env(spec: ServerSpec) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "NO_COLOR": "1",
     }
-    if os.environ.get("PYTHONPATH"):
-        base["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return base | spec.env
