@@ -105,6 +105,8 @@ def test_missing_rootfs_names_the_fix(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_sweep_removes_sandboxes_of_dead_owners(rootfs: Path, tmp_path: Path) -> None:
+    for d in (tmp_path, *tmp_path.parents[:2]):
+        d.chmod(0o711)  # the sandbox uid walks down to its root
     live = Sandbox(rootfs=rootfs, base_dir=tmp_path)
     orphan = Sandbox(rootfs=rootfs, base_dir=tmp_path)
     dead = subprocess.Popen(["true"])

@@ -82,6 +82,9 @@ class Cgroup:
             "memory": {"memory.limit_in_bytes": str(limits.memory_mb << 20)},
             "pids": {"pids.max": str(limits.pids)},
             "cpu": {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": str(int(limits.cpus * 100_000))},
+            # No limits: CPU accounting (what the sandbox used) and freezing (consistent snapshots).
+            "cpuacct": {},
+            "freezer": {},
         }
         for controller, files in settings.items():
             base = CGROUP_ROOT / controller
@@ -135,17 +138,57 @@ class Cgroup:
                         return int(value)
         return 0
 
+    def pids_current(self) -> int:
+        """Processes and threads alive in the group now (what ``Limits.pids`` bounds)."""
+        for d in self.dirs:
+            f = d / "pids.current"
+            if f.exists():
+                try:
+                    return int(f.read_text())
+                except (OSError, ValueError):
+                    return 0
+        return len(self.pids())
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time every process of the group used so far (None without CPU accounting)."""
+        for d in self.dirs:
+            try:
+                if (d / "cpuacct.usage").exists():
+                    return int((d / "cpuacct.usage").read_text()) / 1e9
+                if (d / "cpu.stat").exists():
+                    for line in (d / "cpu.stat").read_text().splitlines():
+                        if line.startswith("usage_usec "):
+                            return int(line.split()[1]) / 1e6
+            except (OSError, ValueError):
+                return None
+        return None
+
+    def freeze(self, on: bool) -> bool:
+        """Stop (or resume) every process of the group; False when the kernel cannot."""
+        for d in self.dirs:
+            if (d / "cgroup.freeze").exists():  # v2
+                _write(d / "cgroup.freeze", "1" if on else "0")
+                return True
+            if (d / "freezer.state").exists():  # v1
+                _write(d / "freezer.state", "FROZEN" if on else "THAWED")
+                return True
+        return False
+
     def kill_all(self, timeout: float = 5.0) -> None:
         kill_file = self.dirs[0] / "cgroup.kill"
         if kill_file.exists():
             _write(kill_file, "1")
         deadline = time.monotonic() + timeout
         while (pids := self.pids()) and time.monotonic() < deadline:
+            # Frozen, a fork bomb cannot refill the group between reading it and the kills.
+            frozen = self.freeze(True)
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+            if frozen:
+                self.freeze(False)
             time.sleep(0.02)
 
     def remove(self) -> None:
