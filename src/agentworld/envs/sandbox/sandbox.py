@@ -85,6 +85,8 @@ class Usage:
     """Forks the process limit refused."""
     disk_used_mb: float
     disk_full: bool
+    pids_full: bool = False
+    """The process table is (within two) at ``Limits.pids`` now: new forks fail."""
 
 
 @dataclass(frozen=True)
@@ -394,6 +396,7 @@ class Sandbox:
             pids_denied=self.cgroup.pids_denied() if self.cgroup else 0,
             disk_used_mb=used / 2**20,
             disk_full=st.f_bavail * st.f_frsize < 1 << 20,
+            pids_full=self.cgroup is not None and self.cgroup.pids_current() >= self.limits.pids - 2,
         )
 
 
