@@ -49,12 +49,13 @@ CAPABILITIES = (
     "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_AUDIT_WRITE",
     "CAP_SETFCAP",
 )
-# Parts of /proc that show or change kernel state beyond what bwrap already makes
-# read-only (sys, sysrq-trigger, irq, bus): hidden behind an empty read-only folder or
-# /dev/null, as container runtimes do.
-PROC_HIDDEN_DIRS = ("fs", "acpi", "scsi", "driver", "asound", "tty")
-PROC_HIDDEN_FILES = ("kcore", "keys", "key-users", "kallsyms", "kmsg", "timer_list", "sched_debug",
-                     "latency_stats", "kpagecount", "kpageflags", "kpagecgroup", "config.gz", "sysrq-trigger")
+# /proc entries that change kernel state are read-only binds (their content is global,
+# so the host's view is the same; sys/net follows the reader's own network namespace),
+# and the two that list the host's tasks read as empty. The rest of what reaches the
+# kernel (kcore, kmsg, kpage*, keys...) needs host capabilities the sandbox lacks.
+# Each mount costs about a millisecond per sandboxed process, hence the short lists.
+PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
+PROC_EMPTY = ("timer_list", "sched_debug")
 PREFIX = "aw-sandbox-"
 SNAPSHOT_PREFIX = "aw-snapshot-"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -250,11 +251,11 @@ class Sandbox:
         ``ro_binds`` maps sandbox paths to host folders shown read-only there.
         """
         args = ["nsenter", f"--user={self.userns}", "--", "bwrap", "--seccomp", "9", "--bind", str(self.root), "/",
-                "--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
-        for name in PROC_HIDDEN_DIRS:
-            if os.path.isdir(f"/proc/{name}"):
-                args += ["--tmpfs", f"/proc/{name}", "--remount-ro", f"/proc/{name}"]
-        for name in PROC_HIDDEN_FILES:
+                "--dev", "/dev", "--proc", "/proc"]
+        for name in PROC_READ_ONLY:
+            if os.path.exists(f"/proc/{name}"):
+                args += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
+        for name in PROC_EMPTY:
             if os.path.exists(f"/proc/{name}"):
                 args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
         for guest, host in (ro_binds or {}).items():

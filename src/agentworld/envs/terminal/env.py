@@ -119,7 +119,6 @@ class TerminalEnv(Env):
         self._t0 = 0.0
         self._usage = None
         self._anchor = 0
-        self._tokens: set[str] = set()
         self._ended: str | None = None
         """Why the episode was truncated for good (its processes are already stopped)."""
 
@@ -147,7 +146,6 @@ class TerminalEnv(Env):
     def _start_pane(self) -> None:
         assert self.sandbox is not None and self.task is not None
         self.pane = TmuxPane(self.sandbox, width=self.config.width, height=self.config.height, env=self.task.env)
-        self._tokens = {self.pane.token}
         self.steps = 0
         self._ended = None
         self._t0 = time.monotonic()
@@ -169,11 +167,12 @@ class TerminalEnv(Env):
             prompt_back = False
             for batch in batches:
                 token = self.pane.new_token() if batch.submits else ""
-                self._tokens.add(token)
                 self.pane.type(batch.tmux_commands())
                 wait = min(batch.duration, max(self._deadline() - time.monotonic(), 0.0))
                 prompt_back = self._wait_prompt(token, wait, early=batch.submits)
             after = self.pane.state()
+            if after.dead:
+                after = self._exit_status(after)
             obs = self._observe(before, after)
         except PaneGone as exc:  # the tmux server died with the sandbox's processes (e.g. OOM)
             return self._end("terminal_lost", "", {"error": str(exc), "events": ["shell_exited"]})
@@ -238,10 +237,9 @@ class TerminalEnv(Env):
             time.sleep(min(pause, deadline - now))
 
     def _at_prompt(self, st: PaneState) -> bool:
-        # Only a title with a token this episode handed out counts: a command printing
-        # the marker with any other value does not look like a prompt.
-        return (st.title.startswith(TITLE_PREFIX) and st.title[len(TITLE_PREFIX):] in self._tokens
-                and not st.alternate)
+        # Only the latest token counts: a command printing the marker with any other
+        # value (an old one included) does not look like a prompt.
+        return self.pane is not None and st.title == TITLE_PREFIX + self.pane.token and not st.alternate
 
     def _observe(self, before: PaneState, after: PaneState) -> str:
         assert self.pane is not None
@@ -272,6 +270,16 @@ class TerminalEnv(Env):
         if st.dead:
             events.append("shell_exited")
         return events
+
+    def _exit_status(self, st: PaneState) -> PaneState:
+        """The dead pane's state once tmux has its exit status (it sees the terminal close
+        a moment before the process's end)."""
+        assert self.pane is not None
+        deadline = time.monotonic() + 2.0
+        while st.dead_status is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+            st = self.pane.state()
+        return st
 
     def _process_table_lost(self) -> bool:
         """Whether the process table stays full and keeps refusing forks: a fork bomb
