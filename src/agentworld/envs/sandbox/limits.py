@@ -222,6 +222,18 @@ def prlimit_args(limits: Limits, *, memory: bool) -> list[str]:
     return args
 
 
+def ulimit_script(limits: Limits, *, memory: bool) -> str:
+    """The same limits as :func:`prlimit_args`, as ``ulimit`` lines of the launching
+    shell: no extra process start per sandboxed command. dash counts file sizes in
+    512-byte blocks and memory in KiB; a plain ``ulimit`` sets both limits, then ``-S``
+    lowers the soft one (dash ignores ``-H`` for CPU time)."""
+    lines = [f"ulimit -t {limits.cpu_seconds + 5}", f"ulimit -St {limits.cpu_seconds}",
+             f"ulimit -f {limits.file_size_mb * 2048}", f"ulimit -n {limits.nofile}", "ulimit -c 0"]
+    if memory:
+        lines.append(f"ulimit -v {limits.memory_mb * 1024}")
+    return "".join(f"{line}; " for line in lines)
+
+
 def _write(path: Path, value: str) -> None:
     try:
         path.write_text(value)

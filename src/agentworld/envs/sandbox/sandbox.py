@@ -26,6 +26,7 @@ host write.
 from __future__ import annotations
 
 import os
+import select
 import shlex
 import shutil
 import subprocess
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentworld.envs.sandbox.errors import SandboxUnavailable
-from agentworld.envs.sandbox.limits import Cgroup, Limits, prlimit_args
+from agentworld.envs.sandbox.limits import Cgroup, Limits, ulimit_script
 from agentworld.envs.sandbox.prereq import check_host
 from agentworld.envs.sandbox.rootfs import ID_COUNT, SANDBOX_UID, RootfsSpec, ensure_rootfs, shift_tree, shifted_rootfs
 from agentworld.envs.sandbox.seccomp import filter_path
@@ -242,8 +243,8 @@ class Sandbox:
              tty: bool = False, ro_binds: dict[str, Path] | None = None) -> list[str]:
         """The host command line that runs ``cmd`` inside this sandbox.
 
-        It joins the sandbox's cgroup, opens the root and the seccomp filter, applies the
-        per-process rlimits, enters the user namespace (becoming the sandbox uid) and
+        It joins the sandbox's cgroup, applies the per-process rlimits, opens the seccomp
+        filter, enters the user namespace (becoming the sandbox uid) and
         execs bwrap, so it
         can be handed to anything that starts processes (tmux panes included: the
         descriptors are opened by the command line itself, not inherited).
@@ -272,10 +273,10 @@ class Sandbox:
             args += ["--setenv", k, v]
         args += ["--chdir", cwd, "--", *cmd]
         join = self.cgroup.join_script() if self.cgroup is not None else ""
-        limits = " ".join(prlimit_args(self.limits, memory=self.cgroup is None))
+        limits = ulimit_script(self.limits, memory=self.cgroup is None)
         opens = f"9<{shlex.quote(str(filter_path()))}"
         # nsenter enters the user namespace as its uid 0, i.e. host uid SANDBOX_UID.
-        return ["/bin/sh", "-c", f'{join}exec prlimit {limits} -- "$@" {opens}', "sandbox", *args]
+        return ["/bin/sh", "-c", f'{join}{limits}exec "$@" {opens}', "sandbox", *args]
 
     def spawn(self, cmd: list[str], *, cwd: str = "/workspace", env: dict[str, str] | None = None,
               **popen: object) -> subprocess.Popen[bytes]:
@@ -325,7 +326,7 @@ class Sandbox:
         p.stdin.close()  # type: ignore[union-attr]
         timed_out = False
         try:
-            p.wait(timeout=timeout)
+            _wait(p, timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             p.kill()
@@ -438,6 +439,22 @@ def _mounts() -> str:
         return Path("/proc/self/mounts").read_text()
     except OSError:
         return ""
+
+
+def _wait(p: subprocess.Popen[bytes], timeout: float | None) -> None:
+    """``p.wait(timeout)`` without its polling loop (which sleeps up to 50 ms at a time):
+    block on a pidfd until the process ends or the time is up."""
+    try:
+        fd = os.pidfd_open(p.pid)
+    except (AttributeError, OSError):  # old kernel, or already reaped
+        p.wait(timeout=timeout)
+        return
+    try:
+        if not select.select([fd], [], [], timeout)[0]:
+            raise subprocess.TimeoutExpired(p.args, timeout or 0)
+    finally:
+        os.close(fd)
+    p.wait()
 
 
 def _check_reachable(base: Path) -> None:

@@ -233,7 +233,7 @@ class TerminalEnv(Env):
             if now >= deadline:
                 return False
             # Look often at first (most commands take milliseconds), then less and less.
-            pause = min(self.config.poll_s, 0.001 + (now - t0) / 20)
+            pause = min(self.config.poll_s, 0.001 + (now - t0) / 50)
             time.sleep(min(pause, deadline - now))
 
     def _at_prompt(self, st: PaneState) -> bool:
