@@ -145,7 +145,15 @@ class TerminalEnv(Env):
 
     def _start_pane(self) -> None:
         assert self.sandbox is not None and self.task is not None
-        self.pane = TmuxPane(self.sandbox, width=self.config.width, height=self.config.height, env=self.task.env)
+        for attempt in (1, 2):
+            try:
+                self.pane = TmuxPane(self.sandbox, width=self.config.width, height=self.config.height,
+                                     env=self.task.env)
+                break
+            except PaneGone:
+                if attempt == 2:
+                    raise
+                (self.sandbox.dir / "tmux.sock").unlink(missing_ok=True)  # a fresh server, once
         self.steps = 0
         self._ended = None
         self._t0 = time.monotonic()

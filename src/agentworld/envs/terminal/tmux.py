@@ -128,7 +128,7 @@ class TmuxPane:
         while (nl := self._buf.find(b"\n")) < 0:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise PaneGone(f"tmux did not answer within {self.timeout:.0f} s")
+                raise PaneGone(f"tmux did not answer within {self.timeout:.0f} s (pending: {bytes(self._buf)[-200:]!r})")
             chunk = os.read(fd, 65536)
             if not chunk:
                 raise PaneGone("the tmux server exited")
@@ -224,7 +224,11 @@ class TmuxPane:
             if client.stdout is not None:
                 client.stdout.close()
         if self.socket.exists():
-            subprocess.run(["tmux", "-S", str(self.socket), "kill-server"], capture_output=True, env=_CLEAN_ENV)
+            try:
+                subprocess.run(["tmux", "-S", str(self.socket), "kill-server"], capture_output=True, env=_CLEAN_ENV,
+                               timeout=5)
+            except subprocess.TimeoutExpired:
+                pass  # a hung server dies with the sandbox's cgroup
 
 
 def _trim(text: str) -> str:
