@@ -241,16 +241,22 @@ def test_kernel_state_is_out_of_reach_and_the_episode_survives(env: TerminalEnv)
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="probe uses x86-64 system call numbers")
-def test_swe_sandbox_is_equally_contained(rootfs: Path) -> None:
-    with Sandbox(rootfs=rootfs, limits=TIGHT) as sb:
-        res = sb.run(_KERNEL_PROBE)
-        _assert_kernel_contained(res.stdout)
-        p = sb.spawn(["sleep", "30"])
+def test_swe_sandbox_is_equally_contained() -> None:
+    from agentworld.envs.swe import SweEnv, tool_call
+
+    with SweEnv() as env:
+        env.reset(seed=1, options={"repo": "parse", "bug": False})
+        obs = env.step(tool_call("bash", command=_KERNEL_PROBE)).observation
+        _assert_kernel_contained(obs)
+        obs = env.step(tool_call("bash", command="cd /workspace/parse && git status --short && touch x && echo ok")).observation
+        assert obs.startswith("ok\n") and "exit code 0" in obs, obs  # the host-extracted tree is root's inside
+        assert env.sandbox is not None
+        p = env.sandbox.spawn(["sleep", "30"])
         try:
             deadline = time.monotonic() + 5
-            while _sandbox_pids_are_unprivileged(sb, set()) == 0 and time.monotonic() < deadline:
+            while _sandbox_pids_are_unprivileged(env.sandbox, set()) == 0 and time.monotonic() < deadline:
                 time.sleep(0.05)
-            assert _sandbox_pids_are_unprivileged(sb, set()) >= 1
+            assert _sandbox_pids_are_unprivileged(env.sandbox, set()) >= 1
         finally:
             p.kill()
 
