@@ -61,6 +61,7 @@ find . -maxdepth 3 -name .git -type d | sort | while read -r g; do
   git -C "$r" log --all --oneline -n 10 | sed 's/^/  /'
 done
 """
+_SPLIT = "--aw-state-split--"
 # Tool versions depend only on the root filesystem: asked once, then read from a file.
 _TOOLS_SCRIPT = r"""
 echo "Tools:"
@@ -134,8 +135,10 @@ class TerminalEnv(Env):
             res = sb.run(self.task.setup, env=self.task.env, timeout=60)
             if not res.ok:
                 raise RuntimeError(f"task {self.task.name} setup failed ({res.exit_code}): {res.stderr[-500:]}")
-        self.initial_state = (sb.run(_STATE_SCRIPT).stdout + tool_versions(sb)
-                              + sb.run(_FILES_SCRIPT).stdout).strip()
+        # One process for both scripts (each sandboxed process costs tens of ms); the
+        # machine part comes first, so the first split marker is the one echoed here.
+        machine, _, files = sb.run(f"{_STATE_SCRIPT}echo {_SPLIT}\n{_FILES_SCRIPT}").stdout.partition(f"{_SPLIT}\n")
+        self.initial_state = (machine + tool_versions(sb) + files).strip()
         if self.task.env:
             self.initial_state += "\nEnvironment variables set: " + ", ".join(
                 f"{k}={v}" for k, v in sorted(self.task.env.items()))
