@@ -58,6 +58,8 @@ CAPABILITIES = (
 PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
 PROC_EMPTY = ("timer_list", "sched_debug")
 PREFIX = "aw-sandbox-"
+OWNER_VAR = "AGENTWORLD_OWNER"
+"""Environment variable naming a launcher's owner (``pid:start``), as sweeps expect it."""
 SNAPSHOT_PREFIX = "aw-snapshot-"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -130,8 +132,9 @@ class Sandbox:
         self._procs: list[subprocess.Popen[bytes]] = []
         self.closed = False
         _check_reachable(Path(base_dir or tempfile.gettempdir()))
+        self._owner = _owner_token()
         self.dir = Path(tempfile.mkdtemp(prefix=PREFIX, dir=base_dir))
-        (self.dir / "owner").write_text(f"{os.getpid()}\n")  # lets sweep_stale() spot orphans
+        (self.dir / "owner").write_text(_owner_token() + "\n")  # lets sweep_stale() spot orphans
         self.dir.chmod(0o711)  # bwrap runs as the sandbox uid and must reach root/
         self.layer = self.dir / "layer"
         self.root = self.dir / "root"
@@ -275,8 +278,11 @@ class Sandbox:
         join = self.cgroup.join_script() if self.cgroup is not None else ""
         limits = ulimit_script(self.limits, memory=self.cgroup is None)
         opens = f"9<{shlex.quote(str(filter_path()))}"
+        # The owner tag lets a sweep find launchers (bwrap) a killed run left; the
+        # sandboxed program never sees it (bwrap clears its environment).
+        tag = f"export {OWNER_VAR}={self._owner}; "
         # nsenter enters the user namespace as its uid 0, i.e. host uid SANDBOX_UID.
-        return ["/bin/sh", "-c", f'{join}{limits}exec "$@" {opens}', "sandbox", *args]
+        return ["/bin/sh", "-c", f'{join}{limits}{tag}exec "$@" {opens}', "sandbox", *args]
 
     def spawn(self, cmd: list[str], *, cwd: str = "/workspace", env: dict[str, str] | None = None,
               **popen: object) -> subprocess.Popen[bytes]:
@@ -363,7 +369,7 @@ class Sandbox:
         folder = None
         if dest is None:
             folder = Path(tempfile.mkdtemp(prefix=SNAPSHOT_PREFIX, dir=self.dir.parent))
-            (folder / "owner").write_text(f"{os.getpid()}\n")  # swept like a sandbox if we die
+            (folder / "owner").write_text(_owner_token() + "\n")  # swept like a sandbox if we die
             dest = folder / "upper"
         dest = Path(dest)
         frozen = self.cgroup is not None and self.cgroup.freeze(True)
@@ -410,11 +416,8 @@ def sweep_stale(base_dir: str | Path | None = None) -> int:
     swept = 0
     for d in [*base.glob(f"{PREFIX}*"), *base.glob(f"{SNAPSHOT_PREFIX}*")]:
         try:
-            owner = int((d / "owner").read_text())
-            os.kill(owner, 0)
-            continue  # still owned by a live process
-        except ProcessLookupError:
-            pass
+            if _owner_alive((d / "owner").read_text()):
+                continue  # still owned by a live process
         except (OSError, ValueError):
             continue  # not ours to judge (no owner file yet, or unreadable)
         if (d / "tmux.sock").exists():
@@ -425,6 +428,28 @@ def sweep_stale(base_dir: str | Path | None = None) -> int:
         shutil.rmtree(d, ignore_errors=True)
         swept += 1
     return swept
+
+
+def _start_time(pid: int) -> int | None:
+    """Start of ``pid`` in clock ticks since boot; None when it is gone (or a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()  # the name (field 2) may hold spaces and ")"
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
+def _owner_token() -> str:
+    """``pid:start`` of this process: a recycled pid is not mistaken for the owner."""
+    return f"{os.getpid()}:{_start_time(os.getpid())}"
+
+
+def _owner_alive(token: str) -> bool:
+    """Whether the owner a token (or a bare pid, as older owner files hold) names runs."""
+    pid, _, start = token.strip().partition(":")
+    now = _start_time(int(pid))
+    return now is not None and (not start or start == "None" or int(start) == now)
 
 
 def _unmount(folder: Path) -> None:
