@@ -200,6 +200,8 @@ status = dict(l.split(":", 1) for l in open("/proc/self/status"))
 print("seccomp:", status["Seccomp"].strip(), "uid_map:", " ".join(open("/proc/self/uid_map").read().split()))
 print("add_key:", err(libc.syscall(248, b"user", b"aw-probe", b"secret", 6, -3)))  # KEY_SPEC_SESSION_KEYRING
 print("ptrace:", err(libc.syscall(101, 16, 1, 0, 0)))  # PTRACE_ATTACH to PID 1
+mounts = {l.split()[4]: l.split()[5] for l in open("/proc/self/mountinfo")}
+print("proc:", " ".join(f"{p}={mounts.get(p, 'absent')[:2]}" for p in ("/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs")))
 EOF"""
 
 
@@ -207,6 +209,8 @@ def _assert_kernel_contained(text: str) -> None:
     assert "sysctl: Permission denied" in text or "sysctl: Read-only file system" in text, text
     assert f"seccomp: 2 uid_map: 0 {SANDBOX_UID} 65536" in text, text
     assert "add_key: Operation not permitted" in text and "ptrace: Operation not permitted" in text, text
+    for knob in ("/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"):  # kernel knobs: read-only or absent
+        assert f"{knob}=ro" in text or f"{knob}=ab" in text, text
 
 
 def _sandbox_pids_are_unprivileged(sb: Sandbox, exclude: set[int]) -> int:
