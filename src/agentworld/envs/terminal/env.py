@@ -190,7 +190,7 @@ class TerminalEnv(Env):
         info = {"duration_s": round(time.monotonic() - t0, 3), "prompt": prompt_back or self._at_prompt(after),
                 "fullscreen": after.alternate, "events": self._events(after)}
         if after.dead:
-            if after.dead_status is not None and after.dead_status >= 128:  # killed, not an `exit`
+            if after.dead_status is None or after.dead_status >= 128:  # killed (or no exit status), not an `exit`
                 return self._end("shell_killed", obs, info)
             return Step(obs, 0.0, True, False, info)
         if "process_limit" in info["events"] and self._process_table_lost():
@@ -284,11 +284,17 @@ class TerminalEnv(Env):
 
     def _exit_status(self, st: PaneState) -> PaneState:
         """The dead pane's state once tmux has its exit status (it sees the terminal close
-        a moment before the process's end)."""
+        a moment before the process's end). tmux sometimes leaves the pane's process a
+        zombie until its next SIGCHLD, so it gets a reminder. A status that never comes
+        counts as a killed shell: an `exit` always leaves one."""
         assert self.pane is not None
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + 3.0
+        nudged = time.monotonic()
         while st.dead_status is None and time.monotonic() < deadline:
             time.sleep(0.01)
+            if time.monotonic() - nudged > 0.05:
+                self.pane.reap()
+                nudged = time.monotonic()
             st = self.pane.state()
         return st
 

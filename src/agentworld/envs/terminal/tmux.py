@@ -21,6 +21,7 @@ import secrets
 import select
 import shlex
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -207,6 +208,15 @@ class TmuxPane:
             return int(out[0]) if out else None
         except (PaneGone, RuntimeError, ValueError):
             return None
+
+    def reap(self) -> None:
+        """Make the server collect its exited pane process (and so learn its status)."""
+        pid = self.server_pid()
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGCHLD)
+            except ProcessLookupError:
+                pass
 
     def close(self) -> None:
         client, self._client = self._client, None
