@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -77,6 +78,7 @@ def test_snapshot_and_fork_copy_files_not_processes(sb: Sandbox) -> None:
         assert sb.read_file("/workspace/state.txt") == "v2\n"
     finally:
         snap.delete()
+    assert snap.folder is not None and not snap.folder.exists()  # its temporary folder goes with it
 
 
 def test_teardown_removes_everything(rootfs: Path) -> None:
@@ -105,6 +107,8 @@ def test_missing_rootfs_names_the_fix(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_sweep_removes_sandboxes_of_dead_owners(rootfs: Path, tmp_path: Path) -> None:
+    for d in (tmp_path, *tmp_path.parents[:2]):
+        d.chmod(0o711)  # the sandbox uid walks down to its root
     live = Sandbox(rootfs=rootfs, base_dir=tmp_path)
     orphan = Sandbox(rootfs=rootfs, base_dir=tmp_path)
     dead = subprocess.Popen(["true"])
@@ -131,3 +135,36 @@ def test_rlimit_fallback_without_cgroups(rootfs: Path, monkeypatch: pytest.Monke
         r = s.run("python3 -c 'x = bytearray(400 << 20)' 2>&1 | tail -n 1; head -c 2M /dev/zero > f; echo rc=$?",
                   timeout=60)
         assert r.stdout == "MemoryError\nrc=153\n"  # 128 + SIGXFSZ
+
+
+def test_sweep_after_kill_9_of_a_terminal_episode(rootfs: Path, tmp_path: Path) -> None:
+    """A run killed with SIGKILL leaves a live episode: its processes, the tmux server,
+    the cgroups, the mounts and the folder. sweep_stale() removes all of it."""
+    for d in (tmp_path, *tmp_path.parents[:2]):
+        d.chmod(0o711)
+    script = f"""
+import sys, time, tempfile
+tempfile.tempdir = {str(tmp_path)!r}
+from agentworld.envs.terminal import TerminalEnv, action_json
+env = TerminalEnv(rootfs=__import__("pathlib").Path({str(rootfs)!r}))
+env.reset()
+env.step(action_json(("sleep 300 &\\n", 2)))
+snap = env.sandbox.snapshot()
+print(env.sandbox.dir, env.pane.server_pid(), *env.sandbox.cgroup.dirs, flush=True)
+time.sleep(300)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        line = proc.stdout.readline().split()  # type: ignore[union-attr]
+        assert line, "the episode did not start"
+    finally:
+        proc.kill()
+        proc.wait()
+    folder, server, cgroups = Path(line[0]), int(line[1]), [Path(x) for x in line[2:]]
+    assert folder.exists() and Path(f"/proc/{server}").exists() and all(d.exists() for d in cgroups)
+    assert sweep_stale(tmp_path) == 2  # the sandbox and the snapshot
+    assert not folder.exists() and not any(d.exists() for d in cgroups)
+    assert not Path(f"/proc/{server}").exists() or "zombie" in Path(f"/proc/{server}/status").read_text()
+    assert str(folder) not in Path("/proc/mounts").read_text()
+    assert list(tmp_path.iterdir()) == []

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
+import resource
 import socket
 import subprocess
 import time
@@ -13,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from agentworld.envs.sandbox import Limits, Sandbox, ensure_rootfs
+from agentworld.envs.sandbox.rootfs import SANDBOX_UID
 from agentworld.envs.terminal import TerminalEnv, action_json
+from agentworld.envs.terminal.tmux import TITLE_PREFIX
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 PROMPT = "root@sandbox:/workspace#"
@@ -89,17 +93,18 @@ def test_writes_outside_workspace_never_reach_the_host(env: TerminalEnv, rootfs:
                  "head -c 1 /tmp/sda")
     assert "mount: /mnt: permission denied" in r.observation
     assert "/proc/sysrq-trigger: Read-only file system" in r.observation or "sysrq-trigger: No such" in r.observation
-    assert "cannot open '/tmp/sda' for reading: Permission denied" in r.observation
+    assert "mknod: /tmp/sda: Operation not permitted" in r.observation  # no device nodes in a user namespace
     _assert_next_episode_clean(env)
 
 
 def test_host_files_are_invisible(env: TerminalEnv, tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("host-secret-value\n")
+    assert Path("/root/.cache/agentworld").exists() and Path("/work").exists()  # both exist on the host
     r = run(env, f"cat {secret}; cat /root/.cache/agentworld 2>&1 | head -n1; grep -rs host-secret-value /proc/*/environ "
-                 "/tmp /root /workspace | wc -l; cat /proc/1/cmdline | tr '\\0' ' '")
-    assert "No such file or directory" in r.observation and "host-secret-value" not in r.observation.replace(
-        "grep -rs host-secret-value", "")
+                 "/tmp /root /workspace | wc -l; ls /work; cat /proc/1/cmdline | tr '\\0' ' '")
+    assert r.observation.count("No such file or directory") == 3, r.observation
+    assert "host-secret-value" not in r.observation.replace("grep -rs host-secret-value", "")
     assert "script -q -e -c /bin/bash -i /dev/null" in r.observation  # PID 1 is the sandbox's own
     _assert_next_episode_clean(env)
 
@@ -118,12 +123,14 @@ def test_host_processes_cannot_be_seen_or_killed(env: TerminalEnv) -> None:
     _assert_next_episode_clean(env)
 
 
-def test_fork_bomb_hits_the_process_limit(env: TerminalEnv) -> None:
-    first = run(env, "bomb() { bomb | bomb & }; bomb", 4)
-    r = env.step(action_json(("", 2)))
-    assert "process_limit" in first.info["events"] + r.info["events"]
+def test_fork_bomb_hits_the_process_limit_and_ends_the_episode(env: TerminalEnv) -> None:
+    steps = [run(env, "bomb() { bomb | bomb & }; bomb", 4)]
+    while not steps[-1].truncated and len(steps) < 4:
+        steps.append(env.step(action_json(("", 1))))
+    assert "process_limit" in steps[0].info["events"] + steps[-1].info["events"]
+    assert steps[-1].truncated and steps[-1].info["truncated_reason"] == "process_limit", [s.info for s in steps]
     assert env.sandbox is not None and env.sandbox.usage().pids_denied > 0
-    assert env.sandbox.cgroup is not None and len(env.sandbox.cgroup.pids()) <= TIGHT.pids
+    assert env.sandbox.cgroup is not None and env.sandbox.cgroup.pids() == []  # stopped at once
     assert subprocess.run(["true"]).returncode == 0  # the host can still start processes
     _assert_next_episode_clean(env)
 
@@ -178,3 +185,143 @@ def test_printing_gigabytes_is_bounded(env: TerminalEnv, rootfs: Path) -> None:
         res = sb.run("head -c 4G /dev/zero", timeout=30)
         assert res.truncated and len(res.stdout) == TIGHT.output_bytes and res.duration_s < 10
     _assert_next_episode_clean(env)
+
+
+# -- the kernel's shared state: user namespace, capabilities, seccomp ---------------
+
+_KERNEL_PROBE = r"""python3 - <<'EOF'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def err(rc): return "ok" if rc >= 0 else os.strerror(ctypes.get_errno())
+try:  # open for writing only; nothing is ever written
+    os.close(os.open("/proc/sys/kernel/core_pattern", os.O_WRONLY)); print("sysctl: writable")
+except OSError as e: print("sysctl:", e.strerror)
+status = dict(l.split(":", 1) for l in open("/proc/self/status"))
+print("seccomp:", status["Seccomp"].strip(), "uid_map:", " ".join(open("/proc/self/uid_map").read().split()))
+print("add_key:", err(libc.syscall(248, b"user", b"aw-probe", b"secret", 6, -3)))  # KEY_SPEC_SESSION_KEYRING
+print("ptrace:", err(libc.syscall(101, 16, 1, 0, 0)))  # PTRACE_ATTACH to PID 1
+mounts = {l.split()[4]: l.split()[5] for l in open("/proc/self/mountinfo")}
+print("proc:", " ".join(f"{p}={mounts.get(p, 'absent')[:2]}" for p in ("/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs")))
+EOF"""
+
+
+def _assert_kernel_contained(text: str) -> None:
+    assert "sysctl: Permission denied" in text or "sysctl: Read-only file system" in text, text
+    assert f"seccomp: 2 uid_map: 0 {SANDBOX_UID} 65536" in text, text
+    assert "add_key: Operation not permitted" in text and "ptrace: Operation not permitted" in text, text
+    for knob in ("/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"):  # kernel knobs: read-only or absent
+        assert f"{knob}=ro" in text or f"{knob}=ab" in text, text
+
+
+def _sandbox_pids_are_unprivileged(sb: Sandbox, exclude: set[int]) -> int:
+    """Every process of the sandbox runs as the sandbox uid in its own user namespace, so
+    the kernel gives it no capability over the host's namespaces. Returns how many."""
+    assert sb.cgroup is not None
+    host_userns = os.readlink("/proc/self/ns/user")
+    checked = 0
+    for pid in set(sb.cgroup.pids()) - exclude:
+        try:
+            status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+            userns = os.readlink(f"/proc/{pid}/ns/user")
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # exited meanwhile
+        if status["Name"].strip() in ("sh", "prlimit", "nsenter") and status["Uid"].split()[1] == "0":
+            continue  # the launcher, between joining the cgroup and entering the namespace
+        assert status["Uid"].split()[:3] == [str(SANDBOX_UID)] * 3, (pid, status["Name"], status["Uid"])
+        assert userns != host_userns, (pid, status["Name"])
+        checked += 1
+    return checked
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="probe uses x86-64 system call numbers")
+def test_kernel_state_is_out_of_reach_and_the_episode_survives(env: TerminalEnv) -> None:
+    r = run(env, _KERNEL_PROBE, 20)
+    _assert_kernel_contained(r.observation)
+    assert not r.truncated and r.info["prompt"]
+    assert env.sandbox is not None and env.pane is not None
+    assert _sandbox_pids_are_unprivileged(env.sandbox, {env.pane.server_pid() or -1}) >= 2  # script + bash
+    assert run(env, "echo alive").observation.endswith(f"alive\n{PROMPT}")  # ptrace did not freeze PID 1
+    _assert_next_episode_clean(env)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="probe uses x86-64 system call numbers")
+def test_swe_sandbox_is_equally_contained() -> None:
+    from agentworld.envs.swe import SweEnv, tool_call
+
+    with SweEnv() as env:
+        env.reset(seed=1, options={"repo": "parse", "bug": False})
+        obs = env.step(tool_call("bash", command=_KERNEL_PROBE)).observation
+        _assert_kernel_contained(obs)
+        obs = env.step(tool_call("bash", command="cd /workspace/parse && git status --short && touch x && echo ok")).observation
+        assert obs.startswith("ok\n") and "exit code 0" in obs, obs  # the host-extracted tree is root's inside
+        assert env.sandbox is not None
+        p = env.sandbox.spawn(["sleep", "30"])
+        try:
+            deadline = time.monotonic() + 5
+            while _sandbox_pids_are_unprivileged(env.sandbox, set()) == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _sandbox_pids_are_unprivileged(env.sandbox, set()) >= 1
+        finally:
+            p.kill()
+
+
+def test_output_flood_is_paid_by_the_sandbox_cpu(rootfs: Path) -> None:
+    """The tmux server drawing a flood lives in the sandbox's cgroup: the flood can use at
+    most the sandbox's CPU share, and the host side (this process) next to nothing."""
+    cpus, seconds = 0.5, 3.0
+    with TerminalEnv(limits=Limits(cpus=cpus, pids=64), rootfs=rootfs) as env:
+        env.reset()
+        assert env.sandbox is not None and env.sandbox.cgroup is not None and env.pane is not None
+        server = env.pane.server_pid()
+        assert server in env.sandbox.cgroup.pids()
+        cg0, host0, t0 = env.sandbox.cgroup.cpu_seconds(), _own_cpu(), time.monotonic()
+        tmux0 = _proc_cpu(server)
+        r = run(env, "yes 'flood of output'", seconds)
+        wall = time.monotonic() - t0
+        cg, host, tmux = env.sandbox.cgroup.cpu_seconds() - cg0, _own_cpu() - host0, _proc_cpu(server) - tmux0
+        assert "still_running" in r.info["events"] and tmux > 0.05  # the server did draw the flood
+        assert cg <= cpus * wall + 0.25, (cg, wall)  # the CFS quota held, tmux server included
+        assert tmux <= cg + 0.05  # ... because the server's CPU is part of the sandbox's
+        assert host < 0.5 * seconds, host  # the host side only looked at the pane now and then
+        r = env.step(action_json(("C-c", 3)))
+        assert r.observation.endswith(PROMPT)
+
+
+def _own_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _proc_cpu(pid: int | None) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_prompt_marker_cannot_be_forged(env: TerminalEnv) -> None:
+    assert env.pane is not None
+    old = env.pane.state().title[len(TITLE_PREFIX):]  # the token of the prompt on screen now
+    for spoof in (f"printf '\\033]2;{TITLE_PREFIX}{old}\\007'; sleep 3",  # the shell itself, the old token
+                  f"python3 -c 'print(\"\\033]2;{TITLE_PREFIX}1\\007\", flush=True)'; sleep 3"):
+        r = run(env, spoof, 1.5)
+        assert not r.info["prompt"] and "still_running" in r.info["events"], (spoof, r.info)
+        r = env.step(action_json(("C-c", 2)))
+        assert r.info["prompt"] and r.observation.endswith(PROMPT)
+
+
+def test_killed_shell_ends_the_episode_with_a_reason(env: TerminalEnv) -> None:
+    r = run(env, "kill -9 $$", 5)
+    assert r.truncated and r.info["truncated_reason"] == "shell_killed", r.info
+    r = run(env, "echo never")
+    assert r.truncated and r.info["truncated_reason"] == "shell_killed" and r.observation == ""
+    _assert_next_episode_clean(env)
+
+
+def test_episode_wall_clock_limit(rootfs: Path) -> None:
+    with TerminalEnv(rootfs=rootfs, episode_seconds=2.0) as env:
+        env.reset()
+        r = run(env, "echo quick", 5)
+        assert not r.truncated
+        r = run(env, "sleep 30", 30)  # the step waits only for what is left of the episode
+        assert r.truncated and r.info["truncated_reason"] == "episode_time_limit" and r.info["duration_s"] < 10
+        r = run(env, "echo late")
+        assert r.truncated and r.info["truncated_reason"] == "episode_time_limit"

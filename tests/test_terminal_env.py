@@ -29,11 +29,11 @@ def step(env: TerminalEnv, *batches: tuple[str, float]):
 def test_parse_action() -> None:
     b = parse_action('[{"keystrokes": "ls\\n", "duration": 0.5}, {"keystrokes": "C-c"}]')
     assert [x.keystrokes for x in b] == ["ls\n", "C-c"] and b[1].duration == 1.0
-    assert b[0].tmux_commands() == [["send-keys", "-l", "--", "ls"], ["send-keys", "Enter"]]
-    assert b[1].tmux_commands() == [["send-keys", "C-c"]] and b[1].submits
+    assert b[0].tmux_commands() == ["send-keys -H 6c 73", "send-keys Enter"]
+    assert b[1].tmux_commands() == ["send-keys 'C-c'"] and b[1].submits
     assert parse_action({"keystrokes": "x", "duration": 999})[0].duration == 60.0
-    # tmux would read a trailing ";" as its own command separator
-    assert parse_action('[{"keystrokes": "SELECT 1;"}]')[0].tmux_commands() == [["send-keys", "-l", "--", "SELECT 1\\;"]]
+    # text goes as bytes: nothing in it (";", quotes, "$", UTF-8) is read as tmux syntax
+    assert parse_action('[{"keystrokes": "é;\'$"}]')[0].tmux_commands() == ["send-keys -H c3 a9 3b 27 24"]
     for bad in ("ls", "[]", '[{"keystrokes": 3}]', '[{"keystrokes": "a", "duration": "soon"}]'):
         with pytest.raises(ActionError):
             parse_action(bad)

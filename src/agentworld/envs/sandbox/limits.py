@@ -82,6 +82,9 @@ class Cgroup:
             "memory": {"memory.limit_in_bytes": str(limits.memory_mb << 20)},
             "pids": {"pids.max": str(limits.pids)},
             "cpu": {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": str(int(limits.cpus * 100_000))},
+            # No limits: CPU accounting (what the sandbox used) and freezing (consistent snapshots).
+            "cpuacct": {},
+            "freezer": {},
         }
         for controller, files in settings.items():
             base = CGROUP_ROOT / controller
@@ -135,17 +138,57 @@ class Cgroup:
                         return int(value)
         return 0
 
+    def pids_current(self) -> int:
+        """Processes and threads alive in the group now (what ``Limits.pids`` bounds)."""
+        for d in self.dirs:
+            f = d / "pids.current"
+            if f.exists():
+                try:
+                    return int(f.read_text())
+                except (OSError, ValueError):
+                    return 0
+        return len(self.pids())
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time every process of the group used so far (None without CPU accounting)."""
+        for d in self.dirs:
+            try:
+                if (d / "cpuacct.usage").exists():
+                    return int((d / "cpuacct.usage").read_text()) / 1e9
+                if (d / "cpu.stat").exists():
+                    for line in (d / "cpu.stat").read_text().splitlines():
+                        if line.startswith("usage_usec "):
+                            return int(line.split()[1]) / 1e6
+            except (OSError, ValueError):
+                return None
+        return None
+
+    def freeze(self, on: bool) -> bool:
+        """Stop (or resume) every process of the group; False when the kernel cannot."""
+        for d in self.dirs:
+            if (d / "cgroup.freeze").exists():  # v2
+                _write(d / "cgroup.freeze", "1" if on else "0")
+                return True
+            if (d / "freezer.state").exists():  # v1
+                _write(d / "freezer.state", "FROZEN" if on else "THAWED")
+                return True
+        return False
+
     def kill_all(self, timeout: float = 5.0) -> None:
         kill_file = self.dirs[0] / "cgroup.kill"
         if kill_file.exists():
             _write(kill_file, "1")
         deadline = time.monotonic() + timeout
         while (pids := self.pids()) and time.monotonic() < deadline:
+            # Frozen, a fork bomb cannot refill the group between reading it and the kills.
+            frozen = self.freeze(True)
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+            if frozen:
+                self.freeze(False)
             time.sleep(0.02)
 
     def remove(self) -> None:
@@ -177,6 +220,18 @@ def prlimit_args(limits: Limits, *, memory: bool) -> list[str]:
     if memory:
         args.append(f"--as={limits.memory_mb * mb}")
     return args
+
+
+def ulimit_script(limits: Limits, *, memory: bool) -> str:
+    """The same limits as :func:`prlimit_args`, as ``ulimit`` lines of the launching
+    shell: no extra process start per sandboxed command. dash counts file sizes in
+    512-byte blocks and memory in KiB; a plain ``ulimit`` sets both limits, then ``-S``
+    lowers the soft one (dash ignores ``-H`` for CPU time)."""
+    lines = [f"ulimit -t {limits.cpu_seconds + 5}", f"ulimit -St {limits.cpu_seconds}",
+             f"ulimit -f {limits.file_size_mb * 2048}", f"ulimit -n {limits.nofile}", "ulimit -c 0"]
+    if memory:
+        lines.append(f"ulimit -v {limits.memory_mb * 1024}")
+    return "".join(f"{line}; " for line in lines)
 
 
 def _write(path: Path, value: str) -> None:

@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +98,71 @@ def ensure_rootfs(spec: RootfsSpec | None = None, *, build: bool = True, quiet: 
     return path
 
 
+# Sandboxes run in a user namespace whose uids 0..65535 are host uids SANDBOX_UID.. (see
+# sandbox.py): root inside owns nothing on the host. Their lower layer is a copy of the
+# root with every owner moved into that range, so root inside still owns "its" files.
+SANDBOX_UID = 100_000
+ID_COUNT = 65_536
+_SHIFTED_MARK = ".agentworld-shifted"
+
+
+def shifted_rootfs(path: Path, base: int = SANDBOX_UID) -> Path:
+    """The copy of root ``path`` whose owners are shifted by ``base`` (made once, cached).
+
+    The copy is keyed by the base and the source's ready stamp: a root rebuilt since (or a
+    stale copy from an older layout) is copied again instead of being reused.
+    """
+    if (path / _SHIFTED_MARK).exists():
+        return path  # already a shifted copy
+    stamp = f"{base}:{ID_COUNT}:{(path / '.agentworld-ready').stat().st_mtime_ns}\n"
+    dest = path.parent / f"{path.name}.uid{base}"
+    if _read(dest / _SHIFTED_MARK) == stamp:
+        return dest
+    if os.geteuid() != 0:
+        raise SandboxUnavailable("shifting the root filesystem's owners needs root", "run once as root")
+    with open(path.parent / f".{dest.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _read(dest / _SHIFTED_MARK) == stamp:
+            return dest
+        tmp = path.parent / f".{dest.name}.partial"
+        shutil.rmtree(tmp, ignore_errors=True)
+        r = subprocess.run(["cp", "-a", str(path), str(tmp)], capture_output=True, text=True)
+        if r.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise SandboxUnavailable(f"copying the root filesystem failed: {r.stderr.strip()[-500:]}",
+                                     "free disk space in the cache folder and retry")
+        _shift_owners(tmp, base)
+        (tmp / _SHIFTED_MARK).write_text(stamp)
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
+    return dest
+
+
+def shift_tree(root: Path, base: int = SANDBOX_UID) -> None:
+    """Give a host-written tree (before any sandbox process ran) to the sandbox's root."""
+    _shift_owners(root, base)
+
+
+def _shift_owners(root: Path, base: int) -> None:
+    # chown clears set-uid/set-gid bits, so modes are put back afterwards.
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames, None]:
+            p = dirpath if name is None else os.path.join(dirpath, name)
+            st = os.lstat(p)
+            if st.st_uid >= base and st.st_gid >= base:
+                continue
+            os.lchown(p, base + st.st_uid % ID_COUNT, base + st.st_gid % ID_COUNT)
+            if not stat.S_ISLNK(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+                os.chmod(p, stat.S_IMODE(st.st_mode))
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
 def _finish(root: Path) -> None:
     """Small fixes that make the root behave like a normal interactive machine."""
     (root / "workspace").mkdir(exist_ok=True)
@@ -112,4 +178,4 @@ def _finish(root: Path) -> None:
 
 
 if __name__ == "__main__":  # `python -m agentworld.envs.sandbox.rootfs`: build once (setup script)
-    print(ensure_rootfs(quiet=False))
+    print(shifted_rootfs(ensure_rootfs(quiet=False)))

@@ -6,11 +6,17 @@ Layout on the host (one temporary folder per sandbox)::
                   episode can never fill the host disk
     <dir>/root    the overlay mount: cached rootfs (read-only lower) + layer/upper
 
-Every process runs under bwrap with private network (loopback only), PID, IPC, UTS and
-cgroup namespaces, a hostname, a minimal /dev, its own /proc, no host path mounted,
-and the capability set of an ordinary container root (no mount, no raw I/O, no
-module loading, no rlimit override). Processes join the sandbox's cgroup before exec,
-so teardown kills everything the episode started.
+    <dir>/userns  the sandbox's user namespace (an nsfs bind mount): uids 0..65535
+                  inside are host uids SANDBOX_UID.. outside
+
+Every process runs under bwrap as root of that user namespace, so it is an ordinary
+unprivileged uid on the host: it holds capabilities only over its own namespaces
+(an ordinary container root's set: no mount, no raw I/O, no module loading), none over
+the host's (/proc/sys, keyrings, other processes). On top: private network (loopback
+only), PID, IPC, UTS, mount and cgroup namespaces, a minimal /dev, its own /proc with
+the parts that reach kernel state read-only or hidden, no host path mounted, and the
+seccomp filter of ``seccomp.py``. Processes join the sandbox's cgroup before exec, so
+teardown kills everything the episode started.
 
 Files are written and read through processes inside the sandbox, never by the host
 following paths in the overlay: a symlink planted by the episode cannot redirect a
@@ -20,6 +26,8 @@ host write.
 from __future__ import annotations
 
 import os
+import select
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -30,18 +38,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentworld.envs.sandbox.errors import SandboxUnavailable
-from agentworld.envs.sandbox.limits import Cgroup, Limits, prlimit_args
+from agentworld.envs.sandbox.limits import Cgroup, Limits, ulimit_script
 from agentworld.envs.sandbox.prereq import check_host
-from agentworld.envs.sandbox.rootfs import RootfsSpec, ensure_rootfs
+from agentworld.envs.sandbox.rootfs import ID_COUNT, SANDBOX_UID, RootfsSpec, ensure_rootfs, shift_tree, shifted_rootfs
+from agentworld.envs.sandbox.seccomp import filter_path
 
-# Docker's default set: enough for package managers, chown/chmod tasks and kill, not
-# enough to mount, load modules, change rlimits or touch the host's devices.
+# Docker's default set, held over the sandbox's own user namespace only: enough for
+# package managers, useradd/chown/su tasks and kill inside, nothing over the host.
 CAPABILITIES = (
     "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
-    "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_MKNOD",
-    "CAP_AUDIT_WRITE", "CAP_SETFCAP",
+    "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_AUDIT_WRITE",
+    "CAP_SETFCAP",
 )
+# /proc entries that change kernel state are read-only binds (their content is global,
+# so the host's view is the same; sys/net follows the reader's own network namespace),
+# and the two that list the host's tasks read as empty. The rest of what reaches the
+# kernel (kcore, kmsg, kpage*, keys...) needs host capabilities the sandbox lacks.
+# Each mount costs about a millisecond per sandboxed process, hence the short lists.
+PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
+PROC_EMPTY = ("timer_list", "sched_debug")
 PREFIX = "aw-sandbox-"
+OWNER_VAR = "AGENTWORLD_OWNER"
+"""Environment variable naming a launcher's owner (``pid:start``), as sweeps expect it."""
+SNAPSHOT_PREFIX = "aw-snapshot-"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -70,6 +89,8 @@ class Usage:
     """Forks the process limit refused."""
     disk_used_mb: float
     disk_full: bool
+    pids_full: bool = False
+    """The process table is (within two) at ``Limits.pids`` now: new forks fail."""
 
 
 @dataclass(frozen=True)
@@ -78,9 +99,13 @@ class Snapshot:
 
     path: Path
     rootfs: Path
+    folder: Path | None = None
+    """The temporary folder made to hold ``path`` (removed with it), if any."""
 
     def delete(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 class Sandbox:
@@ -98,20 +123,26 @@ class Sandbox:
     ):
         check_host()
         self.limits = limits or Limits()
-        self.rootfs = rootfs if isinstance(rootfs, Path) else ensure_rootfs(rootfs, build=False)
+        base = rootfs if isinstance(rootfs, Path) else ensure_rootfs(rootfs, build=False)
+        self.rootfs = shifted_rootfs(base)
         self.hostname = hostname
         self.env = {"HOME": "/root", "PATH": DEFAULT_PATH, "LANG": "C.UTF-8", "TERM": "xterm-256color",
                     "USER": "root", "SHELL": "/bin/bash", **(env or {})}
         self._lock = threading.Lock()
         self._procs: list[subprocess.Popen[bytes]] = []
         self.closed = False
+        _check_reachable(Path(base_dir or tempfile.gettempdir()))
+        self._owner = _owner_token()
         self.dir = Path(tempfile.mkdtemp(prefix=PREFIX, dir=base_dir))
-        (self.dir / "owner").write_text(f"{os.getpid()}\n")  # lets sweep_stale() spot orphans
+        (self.dir / "owner").write_text(_owner_token() + "\n")  # lets sweep_stale() spot orphans
+        self.dir.chmod(0o711)  # bwrap runs as the sandbox uid and must reach root/
         self.layer = self.dir / "layer"
         self.root = self.dir / "root"
+        self.userns = self.dir / "userns"
         self.cgroup: Cgroup | None = None
         try:
             self._mount(_upper_from)
+            self._make_userns()
             self.cgroup = Cgroup.create(self.limits)
             if self.cgroup is not None:
                 (self.dir / "cgroup").write_text("".join(f"{d}\n" for d in self.cgroup.dirs))
@@ -135,10 +166,41 @@ class Sandbox:
             _check_call(["cp", "-a", str(upper_from), str(upper)])
         else:
             upper.mkdir()
+            os.chown(upper, SANDBOX_UID, SANDBOX_UID)  # the root folder belongs to root inside
         work.mkdir()
-        # nodev: device nodes made inside (CAP_MKNOD keeps mknod working) cannot be opened.
+        # nodev: a device node that lands in the layer can never be opened.
         opts = f"nodev,lowerdir={self.rootfs},upperdir={upper},workdir={work}"
         _check_call(["mount", "-t", "overlay", "overlay", "-o", opts, str(self.root)])
+
+    def _make_userns(self) -> None:
+        """Create the user namespace every process of this sandbox enters and pin it.
+
+        The namespace is made by the sandbox uid itself (so that uid holds capabilities in
+        it and nowhere else); host root then writes its id maps, which an unprivileged
+        process could not (it may map only itself), and bind-mounts it so it outlives
+        the short-lived creator.
+        """
+        ids = f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups"
+        maker = subprocess.Popen(["setpriv", *ids, "unshare", "--user", "--", "/bin/sh", "-c", "echo; read x"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            if not maker.stdout.readline():  # type: ignore[union-attr]
+                raise SandboxUnavailable(f"cannot create a user namespace: {maker.stderr.read().decode().strip()}",  # type: ignore[union-attr]
+                                         "enable unprivileged user namespaces (user.max_user_namespaces > 0)")
+            for kind in ("uid_map", "gid_map"):
+                Path(f"/proc/{maker.pid}/{kind}").write_text(f"0 {SANDBOX_UID} {ID_COUNT}\n")
+            self.userns.touch()
+            _check_call(["mount", "--bind", f"/proc/{maker.pid}/ns/user", str(self.userns)])
+        finally:
+            maker.stdin.close()  # type: ignore[union-attr]
+            maker.wait()
+
+    def adopt(self, path: Path) -> None:
+        """Give files the host wrote under ``root`` (before any sandbox process ran) to
+        the sandbox's root user, who could not change them otherwise."""
+        if not path.resolve().is_relative_to(self.root):
+            raise ValueError(f"{path} is not inside this sandbox")
+        shift_tree(path)
 
     def close(self) -> None:
         """Kill every process of the sandbox and remove all of its files and mounts."""
@@ -156,10 +218,7 @@ class Sandbox:
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
-        for mnt in (self.root, self.layer):
-            if os.path.ismount(mnt):
-                if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
-                    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        _unmount(self.dir)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> Sandbox:
@@ -184,18 +243,31 @@ class Sandbox:
         return self.root / path.lstrip("/")
 
     def argv(self, cmd: list[str], *, cwd: str = "/workspace", env: dict[str, str] | None = None,
-             tty: bool = False) -> list[str]:
+             tty: bool = False, ro_binds: dict[str, Path] | None = None) -> list[str]:
         """The host command line that runs ``cmd`` inside this sandbox.
 
-        It joins the sandbox's cgroup, applies the per-process rlimits and execs bwrap,
-        so it can be handed to anything that starts processes (tmux panes included).
+        It joins the sandbox's cgroup, applies the per-process rlimits, opens the seccomp
+        filter, enters the user namespace (becoming the sandbox uid) and
+        execs bwrap, so it
+        can be handed to anything that starts processes (tmux panes included: the
+        descriptors are opened by the command line itself, not inherited).
         ``tty=True`` keeps the caller's controlling terminal, which job control needs.
+        ``ro_binds`` maps sandbox paths to host folders shown read-only there.
         """
-        args = ["bwrap", "--bind", str(self.root), "/", "--dev", "/dev", "--proc", "/proc",
-                "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup",
-                "--hostname", self.hostname, "--die-with-parent", "--clearenv",
-                # The command itself is PID 1: no bwrap helper (and its host paths) in `ps`.
-                "--as-pid-1", "--cap-drop", "ALL"]
+        args = ["nsenter", f"--user={self.userns}", "--", "bwrap", "--seccomp", "9", "--bind", str(self.root), "/",
+                "--dev", "/dev", "--proc", "/proc"]
+        for name in PROC_READ_ONLY:
+            if os.path.exists(f"/proc/{name}"):
+                args += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
+        for name in PROC_EMPTY:
+            if os.path.exists(f"/proc/{name}"):
+                args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
+        for guest, host in (ro_binds or {}).items():
+            args += ["--ro-bind", str(host), guest]
+        args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup",
+                 "--hostname", self.hostname, "--die-with-parent", "--clearenv",
+                 # The command itself is PID 1: no bwrap helper (and its host paths) in `ps`.
+                 "--as-pid-1", "--cap-drop", "ALL"]
         if not tty:
             args.append("--new-session")  # no terminal to inject keystrokes into
         for cap in CAPABILITIES:
@@ -204,8 +276,13 @@ class Sandbox:
             args += ["--setenv", k, v]
         args += ["--chdir", cwd, "--", *cmd]
         join = self.cgroup.join_script() if self.cgroup is not None else ""
-        limits = prlimit_args(self.limits, memory=self.cgroup is None)
-        return ["/bin/sh", "-c", f'{join}exec prlimit {" ".join(limits)} -- "$@"', "sandbox", *args]
+        limits = ulimit_script(self.limits, memory=self.cgroup is None)
+        opens = f"9<{shlex.quote(str(filter_path()))}"
+        # The owner tag lets a sweep find launchers (bwrap) a killed run left; the
+        # sandboxed program never sees it (bwrap clears its environment).
+        tag = f"export {OWNER_VAR}={self._owner}; "
+        # nsenter enters the user namespace as its uid 0, i.e. host uid SANDBOX_UID.
+        return ["/bin/sh", "-c", f'{join}{limits}{tag}exec "$@" {opens}', "sandbox", *args]
 
     def spawn(self, cmd: list[str], *, cwd: str = "/workspace", env: dict[str, str] | None = None,
               **popen: object) -> subprocess.Popen[bytes]:
@@ -255,7 +332,7 @@ class Sandbox:
         p.stdin.close()  # type: ignore[union-attr]
         timed_out = False
         try:
-            p.wait(timeout=timeout)
+            _wait(p, timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             p.kill()
@@ -289,15 +366,23 @@ class Sandbox:
 
     def snapshot(self, dest: str | Path | None = None) -> Snapshot:
         """Copy the writable layer (files only; processes are not part of a snapshot)."""
-        dest = Path(dest) if dest else Path(tempfile.mkdtemp(prefix="aw-snapshot-")) / "upper"
-        if self.cgroup is not None:
-            self._freeze(True)
+        folder = None
+        if dest is None:
+            folder = Path(tempfile.mkdtemp(prefix=SNAPSHOT_PREFIX, dir=self.dir.parent))
+            (folder / "owner").write_text(_owner_token() + "\n")  # swept like a sandbox if we die
+            dest = folder / "upper"
+        dest = Path(dest)
+        frozen = self.cgroup is not None and self.cgroup.freeze(True)
         try:
             _check_call(["cp", "-a", str(self.layer / "upper"), str(dest)])
+        except BaseException:
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
         finally:
-            if self.cgroup is not None:
-                self._freeze(False)
-        return Snapshot(path=dest, rootfs=self.rootfs)
+            if frozen:
+                self.cgroup.freeze(False)  # type: ignore[union-attr]
+        return Snapshot(path=dest, rootfs=self.rootfs, folder=folder)
 
     def fork(self, snapshot: Snapshot | None = None) -> Sandbox:
         """A new sandbox whose files equal this one's now (or ``snapshot``'s)."""
@@ -308,7 +393,7 @@ class Sandbox:
                            env=self.env, base_dir=self.dir.parent, _upper_from=snap.path)
         finally:
             if own:
-                shutil.rmtree(snap.path.parent, ignore_errors=True)
+                snap.delete()
 
     def usage(self) -> Usage:
         """Limit hits and disk use so far, for environments to report what was contained."""
@@ -319,41 +404,90 @@ class Sandbox:
             pids_denied=self.cgroup.pids_denied() if self.cgroup else 0,
             disk_used_mb=used / 2**20,
             disk_full=st.f_bavail * st.f_frsize < 1 << 20,
+            pids_full=self.cgroup is not None and self.cgroup.pids_current() >= self.limits.pids - 2,
         )
-
-    def _freeze(self, on: bool) -> None:
-        # Stop writers while the layer is copied so the copy is consistent (v1 freezer or v2 freeze).
-        assert self.cgroup is not None
-        for d in self.cgroup.dirs:
-            if (d / "cgroup.freeze").exists():
-                (d / "cgroup.freeze").write_text("1" if on else "0")
-                return
 
 
 def sweep_stale(base_dir: str | Path | None = None) -> int:
-    """Unmount and remove sandboxes whose owning process died without closing them
-    (a run killed with SIGKILL leaves its tmpfs, holding RAM, behind). Returns the count."""
+    """Remove what sandboxes (and snapshots) of dead owners left behind: a run killed
+    with SIGKILL leaves processes, a tmux server, cgroups, mounts (tmpfs holding RAM, the
+    user namespace) and folders. Returns how many were swept."""
     base = Path(base_dir or tempfile.gettempdir())
     swept = 0
-    for d in base.glob(f"{PREFIX}*"):
+    for d in [*base.glob(f"{PREFIX}*"), *base.glob(f"{SNAPSHOT_PREFIX}*")]:
         try:
-            owner = int((d / "owner").read_text())
-            os.kill(owner, 0)
-            continue  # still owned by a live process
-        except ProcessLookupError:
-            pass
+            if _owner_alive((d / "owner").read_text()):
+                continue  # still owned by a live process
         except (OSError, ValueError):
             continue  # not ours to judge (no owner file yet, or unreadable)
         if (d / "tmux.sock").exists():
             subprocess.run(["tmux", "-S", str(d / "tmux.sock"), "kill-server"], capture_output=True)
-        if (d / "cgroup").exists():
+        if (d / "cgroup").exists():  # the tmux server and every sandboxed process live here
             Cgroup([Path(x) for x in (d / "cgroup").read_text().split()]).remove()
-        for mnt in (d / "root", d / "layer"):
-            if os.path.ismount(mnt):
-                subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        _unmount(d)
         shutil.rmtree(d, ignore_errors=True)
         swept += 1
     return swept
+
+
+def _start_time(pid: int) -> int | None:
+    """Start of ``pid`` in clock ticks since boot; None when it is gone (or a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()  # the name (field 2) may hold spaces and ")"
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
+def _owner_token() -> str:
+    """``pid:start`` of this process: a recycled pid is not mistaken for the owner."""
+    return f"{os.getpid()}:{_start_time(os.getpid())}"
+
+
+def _owner_alive(token: str) -> bool:
+    """Whether the owner a token (or a bare pid, as older owner files hold) names runs."""
+    pid, _, start = token.strip().partition(":")
+    now = _start_time(int(pid))
+    return now is not None and (not start or start == "None" or int(start) == now)
+
+
+def _unmount(folder: Path) -> None:
+    for mnt in (folder / "root", folder / "layer", folder / "userns"):
+        if os.path.ismount(mnt) or (mnt.name == "userns" and str(mnt) in _mounts()):
+            if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
+                subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def _mounts() -> str:
+    try:
+        return Path("/proc/self/mounts").read_text()
+    except OSError:
+        return ""
+
+
+def _wait(p: subprocess.Popen[bytes], timeout: float | None) -> None:
+    """``p.wait(timeout)`` without its polling loop (which sleeps up to 50 ms at a time):
+    block on a pidfd until the process ends or the time is up."""
+    try:
+        fd = os.pidfd_open(p.pid)
+    except (AttributeError, OSError):  # old kernel, or already reaped
+        p.wait(timeout=timeout)
+        return
+    try:
+        if not select.select([fd], [], [], timeout)[0]:
+            raise subprocess.TimeoutExpired(p.args, timeout or 0)
+    finally:
+        os.close(fd)
+    p.wait()
+
+
+def _check_reachable(base: Path) -> None:
+    """bwrap runs as the sandbox uid, which must be able to walk down to the sandbox."""
+    for folder in [base.resolve(), *base.resolve().parents]:
+        if not os.stat(folder).st_mode & 0o001:
+            raise SandboxUnavailable(f"the sandbox folder {base} is not reachable by the sandbox's uid "
+                                     f"({folder} lacks o+x)", f"use another base folder or `chmod o+x {folder}`")
 
 
 def _check_call(cmd: list[str]) -> None:

@@ -2,8 +2,8 @@
 
 The filter allows by default and answers EPERM to the system calls that reach kernel
 state shared with the host or that serve escapes: keyrings, tracing other processes,
-BPF and perf, module and kexec loading, mounts and new namespaces (bwrap has finished
-its own before the filter applies), swap, reboot, the clock, handle-based opens and
+BPF and perf, module and kexec loading, mounts and new namespaces (unshare, setns,
+clone with namespace flags; bwrap has finished its own before the filter applies), swap, reboot, the clock, handle-based opens and
 terminal input injection. Programs see an ordinary "Operation not permitted".
 
 The compiled BPF is built with libseccomp (``pyseccomp``, a ctypes binding to the
@@ -43,12 +43,16 @@ DENIED_SYSCALLS: tuple[str, ...] = (
     "io_uring_setup", "io_uring_enter", "io_uring_register",
 )
 TIOCSTI = 0x5412  # push bytes into a terminal's input queue
+# clone() flags that make new namespaces: a nested user namespace would hand the episode
+# a fresh full capability set (and mounts) to attack the kernel with.
+CLONE_NS_FLAGS = (0x00020000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x02000000)
+"""CLONE_NEWNS, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWCGROUP."""
 
 
 @cache
 def filter_path() -> Path:
     """Path of the compiled filter (BPF), built on first use (atomically) and then reused."""
-    rules = repr((DENIED_SYSCALLS, TIOCSTI)).encode()
+    rules = repr((DENIED_SYSCALLS, TIOCSTI, CLONE_NS_FLAGS, "clone3-enosys")).encode()
     folder = Path(user_cache_dir("agentworld")) / "seccomp"
     path = folder / f"filter-{hashlib.sha256(rules).hexdigest()[:16]}.bpf"
     if path.exists():
@@ -64,6 +68,11 @@ def filter_path() -> Path:
     for name in DENIED_SYSCALLS:
         flt.add_rule(deny, name)
     flt.add_rule(deny, "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, TIOCSTI))
+    for flag in CLONE_NS_FLAGS:
+        flt.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    # clone3 passes its flags in memory a filter cannot read: "not implemented" makes the
+    # C library fall back to clone(), whose flags it can.
+    flt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     folder.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     with open(tmp, "wb") as fh:

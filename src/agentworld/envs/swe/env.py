@@ -86,6 +86,7 @@ class SweEnv(Env):
         self.sandbox = Sandbox(limits=self.config.limits, env={"PYTHONPATH": repos.guest_pythonpath(spec)})
         # No sandbox process has run yet, so writing the fresh tree from the host is safe.
         repo = repos.extract_repo(spec, self.sandbox.workspace, self.config.cache)
+        self.sandbox.adopt(self.sandbox.workspace)  # host-written files belong to root inside
         top = sorted(p.name + ("/" if p.is_dir() else "") for p in repo.iterdir())
         if options.get("bug", True):
             candidates = mutate.repo_mutations(repo, spec.source_dirs, spec.exclude)

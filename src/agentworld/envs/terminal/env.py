@@ -7,6 +7,12 @@ files) from the sandbox itself, starts the shell and returns the first screen.
 command line, its output and the next prompt, as soon as the prompt is back or after
 the batch's duration (a running command shows its partial output). While a
 full-screen program (vim, less, top) holds the screen, the whole screen is returned.
+
+An episode ends early, with ``truncated`` and the reason in ``info["truncated_reason"]``,
+when its wall-clock budget is spent, its step budget is used, the shell was killed, or
+its process table stays full (a fork bomb): such a machine cannot be recovered, so its
+processes are stopped at once. Limits the sandbox enforced are listed in
+``info["events"]`` on every step while they hold.
 """
 
 from __future__ import annotations
@@ -20,9 +26,9 @@ from typing import Any
 
 from agentworld.envs.base import Env, Reset, Step
 from agentworld.envs.sandbox import Limits, Sandbox, ensure_rootfs
-from agentworld.envs.terminal.keys import ActionError, Batch, parse_action
+from agentworld.envs.terminal.keys import ActionError, parse_action
 from agentworld.envs.terminal.task import TerminalTask
-from agentworld.envs.terminal.tmux import BASHRC, TITLE_PREFIX, PaneState, TmuxPane
+from agentworld.envs.terminal.tmux import BASHRC, TITLE_PREFIX, PaneGone, PaneState, TmuxPane
 
 # Run inside the sandbox at reset; what a person sees when they first look around.
 _STATE_SCRIPT = r"""
@@ -55,6 +61,7 @@ find . -maxdepth 3 -name .git -type d | sort | while read -r g; do
   git -C "$r" log --all --oneline -n 10 | sed 's/^/  /'
 done
 """
+_SPLIT = "--aw-state-split--"
 # Tool versions depend only on the root filesystem: asked once, then read from a file.
 _TOOLS_SCRIPT = r"""
 echo "Tools:"
@@ -84,11 +91,14 @@ class TerminalConfig:
     max_lines: int = 200
     """Longest observation; a command printing more shows its last lines, like a screen."""
     poll_s: float = 0.02
-    settle_s: float = 0.01
-    """Wait after the prompt is drawn before reading the screen."""
+    """Longest pause between two looks at the pane (the first looks come much sooner)."""
     max_steps: int = 100
     episode_seconds: float = 900.0
-    """Wall time of one episode; after it, steps report ``truncated``."""
+    """Wall time of one episode from reset; a step never waits past it, and then the
+    episode is truncated (reason ``episode_time_limit``)."""
+    recovery_s: float = 1.0
+    """How long a full process table may keep refusing forks after a step before the
+    episode is declared lost (reason ``process_limit``)."""
     limits: Limits = field(default_factory=Limits)
     rootfs: Path | None = None
     hostname: str = "sandbox"
@@ -110,6 +120,8 @@ class TerminalEnv(Env):
         self._t0 = 0.0
         self._usage = None
         self._anchor = 0
+        self._ended: str | None = None
+        """Why the episode was truncated for good (its processes are already stopped)."""
 
     # -- episode -------------------------------------------------------------------
 
@@ -123,39 +135,67 @@ class TerminalEnv(Env):
             res = sb.run(self.task.setup, env=self.task.env, timeout=60)
             if not res.ok:
                 raise RuntimeError(f"task {self.task.name} setup failed ({res.exit_code}): {res.stderr[-500:]}")
-        self.initial_state = (sb.run(_STATE_SCRIPT).stdout + tool_versions(sb)
-                              + sb.run(_FILES_SCRIPT).stdout).strip()
+        # One process for both scripts (each sandboxed process costs tens of ms); the
+        # machine part comes first, so the first split marker is the one echoed here.
+        machine, _, files = sb.run(f"{_STATE_SCRIPT}echo {_SPLIT}\n{_FILES_SCRIPT}").stdout.partition(f"{_SPLIT}\n")
+        self.initial_state = (machine + tool_versions(sb) + files).strip()
         if self.task.env:
             self.initial_state += "\nEnvironment variables set: " + ", ".join(
                 f"{k}={v}" for k, v in sorted(self.task.env.items()))
-        self.pane = TmuxPane(sb, width=self.config.width, height=self.config.height, env=self.task.env)
+        self._start_pane()
+        prompt = self._wait_prompt(self.pane.token, 10.0)  # type: ignore[union-attr]
+        return Reset(self.pane.screen(), {"task": self.task.name, "prompt": prompt})  # type: ignore[union-attr]
+
+    def _start_pane(self) -> None:
+        assert self.sandbox is not None and self.task is not None
+        for attempt in (1, 2):
+            try:
+                self.pane = TmuxPane(self.sandbox, width=self.config.width, height=self.config.height,
+                                     env=self.task.env)
+                break
+            except PaneGone:
+                if attempt == 2:
+                    raise
+                (self.sandbox.dir / "tmux.sock").unlink(missing_ok=True)  # a fresh server, once
         self.steps = 0
+        self._ended = None
         self._t0 = time.monotonic()
-        title = self._wait_prompt("", 10.0)
-        self._usage = sb.usage()
-        return Reset(self.pane.screen(), {"task": self.task.name, "prompt": title is not None})
+        self._usage = self.sandbox.usage()
 
     def step(self, action: str) -> Step:
         if self.pane is None or self.sandbox is None:
             raise RuntimeError("call reset() before step()")
         self.steps += 1
+        if self._ended is not None:
+            return Step("", 0.0, False, True, {"truncated_reason": self._ended, "events": []})
         t0 = time.monotonic()
-        before = self.pane.state()
         try:
             batches = parse_action(action)
         except ActionError as exc:
-            return Step(self.pane.screen(), 0.0, False, self._truncated(), {"error": str(exc)})
-        prompt_back = False
-        for batch in batches:
-            title = self.pane.state().title
-            for args in batch.tmux_commands():
-                self.pane.send(args)
-            prompt_back = self._wait(batch, title)
-        after = self.pane.state()
-        obs = self._observe(before, after)
+            return self._finish(Step(self.pane.screen(), 0.0, False, False, {"error": str(exc)}))
+        try:
+            before = self.pane.state()
+            prompt_back = False
+            for batch in batches:
+                token = self.pane.new_token() if batch.submits else ""
+                self.pane.type(batch.tmux_commands())
+                wait = min(batch.duration, max(self._deadline() - time.monotonic(), 0.0))
+                prompt_back = self._wait_prompt(token, wait, early=batch.submits)
+            after = self.pane.state()
+            if after.dead:
+                after = self._exit_status(after)
+            obs = self._observe(before, after)
+        except PaneGone as exc:  # the tmux server died with the sandbox's processes (e.g. OOM)
+            return self._end("terminal_lost", "", {"error": str(exc), "events": ["shell_exited"]})
         info = {"duration_s": round(time.monotonic() - t0, 3), "prompt": prompt_back or self._at_prompt(after),
                 "fullscreen": after.alternate, "events": self._events(after)}
-        return Step(obs, 0.0, after.dead, self._truncated(), info)
+        if after.dead:
+            if after.dead_status is None or after.dead_status >= 128:  # killed (or no exit status), not an `exit`
+                return self._end("shell_killed", obs, info)
+            return Step(obs, 0.0, True, False, info)
+        if "process_limit" in info["events"] and self._process_table_lost():
+            return self._end("process_limit", obs, info)
+        return self._finish(Step(obs, 0.0, False, False, info))
 
     def fork(self) -> TerminalEnv:
         """A second live episode whose files equal this one's now, with a fresh shell in
@@ -166,10 +206,8 @@ class TerminalEnv(Env):
         child.task, child.initial_state = self.task, self.initial_state
         child.sandbox = self.sandbox.fork()
         try:
-            child.pane = TmuxPane(child.sandbox, width=self.config.width, height=self.config.height, env=self.task.env)
-            child._t0 = time.monotonic()
-            child._wait_prompt("", 10.0)
-            child._usage = child.sandbox.usage()
+            child._start_pane()
+            child._wait_prompt(child.pane.token, 10.0)  # type: ignore[union-attr]
         except BaseException:
             child.close()
             raise
@@ -189,30 +227,30 @@ class TerminalEnv(Env):
 
     # -- waiting and reading ---------------------------------------------------------
 
-    def _wait(self, batch: Batch, title: str) -> bool:
-        """Wait the batch's duration, or less when it brought a shell prompt back."""
-        return self._wait_prompt(title, batch.duration, early=batch.submits) is not None
-
-    def _wait_prompt(self, title: str, duration: float, early: bool = True) -> str | None:
+    def _wait_prompt(self, token: str, duration: float, early: bool = True) -> bool:
+        """Wait ``duration`` seconds, or less once the prompt carrying ``token`` is drawn."""
         assert self.pane is not None
-        deadline = time.monotonic() + duration
+        t0 = time.monotonic()
+        deadline = t0 + duration
         while True:
             st = self.pane.state()
             if st.dead:
-                return None
-            # The title changes just before bash draws the prompt: wait for the prompt
-            # text itself (cursor off column 0), then a moment for the screen to settle.
-            if early and st.title != title and self._at_prompt(st) and (st.cursor_x > 0 or time.monotonic() >= deadline):
-                time.sleep(self.config.settle_s)
-                return st.title
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(min(self.config.poll_s, max(deadline - time.monotonic(), 0)))
+                return False
+            # The title is the last thing the prompt prints: once it carries this batch's
+            # token, the prompt text is on the screen (no settling delay needed).
+            if early and st.title == TITLE_PREFIX + token and not st.alternate:
+                return True
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            # Look often at first (most commands take milliseconds), then less and less.
+            pause = min(self.config.poll_s, 0.001 + (now - t0) / 50)
+            time.sleep(min(pause, deadline - now))
 
-    @staticmethod
-    def _at_prompt(st: PaneState) -> bool:
-        # The shell sets this title as it draws a prompt and replaces it when a command starts.
-        return st.title.startswith(TITLE_PREFIX) and not st.alternate
+    def _at_prompt(self, st: PaneState) -> bool:
+        # Only the latest token counts: a command printing the marker with any other
+        # value (an old one included) does not look like a prompt.
+        return self.pane is not None and st.title == TITLE_PREFIX + self.pane.token and not st.alternate
 
     def _observe(self, before: PaneState, after: PaneState) -> str:
         assert self.pane is not None
@@ -227,14 +265,14 @@ class TerminalEnv(Env):
         return "\n".join(lines[-self.config.max_lines:])
 
     def _events(self, st: PaneState) -> list[str]:
-        """Limits hit during the step, so an episode reports what the sandbox contained."""
+        """Limits in force after the step: reported on every step while they hold."""
         assert self.sandbox is not None
         now, prev = self.sandbox.usage(), self._usage
         self._usage = now
         events = []
         if prev is not None and now.oom_kills > prev.oom_kills:
             events.append("memory_limit")
-        if prev is not None and now.pids_denied > prev.pids_denied:
+        if (prev is not None and now.pids_denied > prev.pids_denied) or now.pids_full:
             events.append("process_limit")
         if now.disk_full:
             events.append("disk_full")
@@ -244,8 +282,52 @@ class TerminalEnv(Env):
             events.append("shell_exited")
         return events
 
-    def _truncated(self) -> bool:
-        return self.steps >= self.config.max_steps or time.monotonic() - self._t0 > self.config.episode_seconds
+    def _exit_status(self, st: PaneState) -> PaneState:
+        """The dead pane's state once tmux has its exit status (it sees the terminal close
+        a moment before the process's end). tmux sometimes leaves the pane's process a
+        zombie until its next SIGCHLD, so it gets a reminder. A status that never comes
+        counts as a killed shell: an `exit` always leaves one."""
+        assert self.pane is not None
+        deadline = time.monotonic() + 3.0
+        nudged = time.monotonic()
+        while st.dead_status is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+            if time.monotonic() - nudged > 0.05:
+                self.pane.reap()
+                nudged = time.monotonic()
+            st = self.pane.state()
+        return st
+
+    def _process_table_lost(self) -> bool:
+        """Whether the process table stays full and keeps refusing forks: a fork bomb
+        that no keystroke can stop any more (the shell itself cannot fork)."""
+        assert self.sandbox is not None
+        start = self.sandbox.usage().pids_denied
+        deadline = time.monotonic() + self.config.recovery_s
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            u = self.sandbox.usage()
+            if not u.pids_full:
+                return False
+        return u.pids_denied > start
+
+    def _deadline(self) -> float:
+        return self._t0 + self.config.episode_seconds
+
+    def _finish(self, step: Step) -> Step:
+        """Truncate a step that used the last of the episode's steps or time."""
+        if time.monotonic() >= self._deadline():
+            return self._end("episode_time_limit", step.observation, step.info, stop=False)
+        if self.steps >= self.config.max_steps:
+            return step._replace(truncated=True, info={**step.info, "truncated_reason": "max_steps"})
+        return step
+
+    def _end(self, reason: str, obs: str, info: dict[str, Any], *, stop: bool = True) -> Step:
+        """End the episode for good; ``stop`` kills its processes (they cannot be recovered)."""
+        self._ended = reason
+        if stop and self.sandbox is not None and self.sandbox.cgroup is not None:
+            self.sandbox.cgroup.kill_all()
+        return Step(obs, 0.0, False, True, {**info, "truncated_reason": reason})
 
 
 def _task_from(options: dict[str, Any], seed: int) -> TerminalTask:

@@ -36,24 +36,23 @@ class Batch:
         """Whether this batch can bring a shell prompt back (Enter or a job-control key)."""
         return "\n" in self.keystrokes or self.keystrokes in ("C-c", "C-d", "C-z", "Enter", "C-m", "C-j")
 
-    def tmux_commands(self) -> list[list[str]]:
-        """``send-keys`` argument lists that type this batch."""
+    def tmux_commands(self) -> list[str]:
+        """tmux ``send-keys`` command lines (control-mode syntax, no target) that type this batch.
+
+        Text goes as hexadecimal bytes (``-H``), so no character of it (quotes, ``;``,
+        ``$``, backslashes, UTF-8) can be read as tmux syntax; key names are quoted.
+        """
         if not self.keystrokes:
             return []
         if self.is_key:
-            return [["send-keys", self.keystrokes]]
-        cmds: list[list[str]] = []
+            return [f"send-keys '{self.keystrokes}'"]  # names never contain a quote (see _NAMED)
+        cmds: list[str] = []
         for i, part in enumerate(self.keystrokes.split("\n")):
             if i:
-                cmds.append(["send-keys", "Enter"])
+                cmds.append("send-keys Enter")
             if part:
-                cmds.append(["send-keys", "-l", "--", _escape(part)])
+                cmds.append("send-keys -H " + " ".join(f"{b:02x}" for b in part.encode()))
         return cmds
-
-
-def _escape(text: str) -> str:
-    """tmux reads an argument ending in ``;`` as a command separator; ``\\;`` is a literal one."""
-    return text[:-1] + "\\;" if text.endswith(";") else text
 
 
 def parse_action(action: str | list | dict) -> list[Batch]:
