@@ -197,6 +197,7 @@ try:  # open for writing only; nothing is ever written
     os.close(os.open("/proc/sys/kernel/core_pattern", os.O_WRONLY)); print("sysctl: writable")
 except OSError as e: print("sysctl:", e.strerror)
 status = dict(l.split(":", 1) for l in open("/proc/self/status"))
+print("capeff:", status["CapEff"].strip())
 print("seccomp:", status["Seccomp"].strip(), "uid_map:", " ".join(open("/proc/self/uid_map").read().split()))
 print("add_key:", err(libc.syscall(248, b"user", b"aw-probe", b"secret", 6, -3)))  # KEY_SPEC_SESSION_KEYRING
 print("ptrace:", err(libc.syscall(101, 16, 1, 0, 0)))  # PTRACE_ATTACH to PID 1
@@ -208,6 +209,7 @@ EOF"""
 def _assert_kernel_contained(text: str) -> None:
     assert "sysctl: Permission denied" in text or "sysctl: Read-only file system" in text, text
     assert f"seccomp: 2 uid_map: 0 {SANDBOX_UID} 65536" in text, text
+    assert "capeff: 0000000000000000" in text, text  # no capability even inside its own namespace
     assert "add_key: Operation not permitted" in text and "ptrace: Operation not permitted" in text, text
     for knob in ("/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"):  # kernel knobs: read-only or absent
         assert f"{knob}=ro" in text or f"{knob}=ab" in text, text
@@ -242,6 +244,18 @@ def test_kernel_state_is_out_of_reach_and_the_episode_survives(env: TerminalEnv)
     assert _sandbox_pids_are_unprivileged(env.sandbox, {env.pane.server_pid() or -1}) >= 2  # script + bash
     assert run(env, "echo alive").observation.endswith(f"alive\n{PROMPT}")  # ptrace did not freeze PID 1
     _assert_next_episode_clean(env)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="probe uses x86-64 system call numbers")
+def test_user_admin_tasks_hold_capabilities_over_their_own_namespace_only(rootfs: Path) -> None:
+    with TerminalEnv(limits=TIGHT, rootfs=rootfs) as e:
+        e.reset(seed=3, options={"task": "users-ownership"})
+        out = run(e, "useradd -m alice && chown alice /workspace && su alice -c 'id -un' && grep CapEff /proc/self/status",
+                  15).observation
+        assert "\nalice\n" in out and "CapEff:\t0000000000000000" not in out, out
+        text = run(e, _KERNEL_PROBE, 20).observation  # the host stays out of reach all the same
+        assert "sysctl: Permission denied" in text or "sysctl: Read-only file system" in text, text
+        assert f"uid_map: 0 {SANDBOX_UID} 65536" in text and "ptrace: Operation not permitted" in text, text
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="probe uses x86-64 system call numbers")

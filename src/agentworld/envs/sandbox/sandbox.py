@@ -11,8 +11,9 @@ Layout on the host (one temporary folder per sandbox)::
 
 Every process runs under bwrap as root of that user namespace, so it is an ordinary
 unprivileged uid on the host: it holds capabilities only over its own namespaces
-(an ordinary container root's set: no mount, no raw I/O, no module loading), none over
-the host's (/proc/sys, keyrings, other processes). On top: private network (loopback
+(none by default, so CapEff is 0; tasks that manage users opt in to
+:data:`USER_ADMIN_CAPABILITIES`), none over the host's (/proc/sys, keyrings, other
+processes). On top: private network (loopback
 only), PID, IPC, UTS, mount and cgroup namespaces, a minimal /dev, its own /proc with
 the parts that reach kernel state read-only or hidden, no host path mounted, and the
 seccomp filter of ``seccomp.py``. Processes join the sandbox's cgroup before exec, so
@@ -43,9 +44,9 @@ from agentworld.envs.sandbox.prereq import check_host
 from agentworld.envs.sandbox.rootfs import ID_COUNT, SANDBOX_UID, RootfsSpec, ensure_rootfs, shift_tree, shifted_rootfs
 from agentworld.envs.sandbox.seccomp import filter_path
 
-# Docker's default set, held over the sandbox's own user namespace only: enough for
-# package managers, useradd/chown/su tasks and kill inside, nothing over the host.
-CAPABILITIES = (
+# Docker's default set, held over the sandbox's own user namespace only and only by
+# sandboxes that ask for it (useradd/chown/su tasks): nothing over the host either way.
+USER_ADMIN_CAPABILITIES = (
     "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
     "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_AUDIT_WRITE",
     "CAP_SETFCAP",
@@ -119,10 +120,12 @@ class Sandbox:
         hostname: str = "sandbox",
         env: dict[str, str] | None = None,
         base_dir: str | Path | None = None,
+        capabilities: tuple[str, ...] = (),
         _upper_from: Path | None = None,
     ):
         check_host()
         self.limits = limits or Limits()
+        self.capabilities = capabilities
         base = rootfs if isinstance(rootfs, Path) else ensure_rootfs(rootfs, build=False)
         self.rootfs = shifted_rootfs(base)
         self.hostname = hostname
@@ -130,7 +133,7 @@ class Sandbox:
                     "USER": "root", "SHELL": "/bin/bash", **(env or {})}
         self._lock = threading.Lock()
         self._procs: list[subprocess.Popen[bytes]] = []
-        self.closed = False
+        self.closed = True  # nothing to tear down until the folder exists
         _check_reachable(Path(base_dir or tempfile.gettempdir()))
         self._owner = _owner_token()
         self.dir = Path(tempfile.mkdtemp(prefix=PREFIX, dir=base_dir))
@@ -140,6 +143,7 @@ class Sandbox:
         self.root = self.dir / "root"
         self.userns = self.dir / "userns"
         self.cgroup: Cgroup | None = None
+        self.closed = False
         try:
             self._mount(_upper_from)
             self._make_userns()
@@ -270,7 +274,7 @@ class Sandbox:
                  "--as-pid-1", "--cap-drop", "ALL"]
         if not tty:
             args.append("--new-session")  # no terminal to inject keystrokes into
-        for cap in CAPABILITIES:
+        for cap in self.capabilities:
             args += ["--cap-add", cap]
         for k, v in {**self.env, **(env or {})}.items():
             args += ["--setenv", k, v]
@@ -390,7 +394,8 @@ class Sandbox:
         snap = snapshot or self.snapshot()
         try:
             return Sandbox(limits=self.limits, rootfs=snap.rootfs, hostname=self.hostname,
-                           env=self.env, base_dir=self.dir.parent, _upper_from=snap.path)
+                           env=self.env, base_dir=self.dir.parent, capabilities=self.capabilities,
+                           _upper_from=snap.path)
         finally:
             if own:
                 snap.delete()

@@ -128,7 +128,8 @@ class TerminalEnv(Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
         self.close()
         self.task = _task_from(options or {}, seed or 0)
-        sb = self.sandbox = Sandbox(limits=self.config.limits, rootfs=self.rootfs, hostname=self.config.hostname)
+        sb = self.sandbox = Sandbox(limits=self.config.limits, rootfs=self.rootfs, hostname=self.config.hostname,
+                                    capabilities=self.task.capabilities)
         files = {"/root/.bashrc": BASHRC, **{_abs(p): c for p, c in self.task.files.items()}}
         _write_tree(sb, files, {_abs(p): m for p, m in self.task.modes.items()})
         if self.task.setup:

@@ -27,6 +27,9 @@ class TerminalTask:
     actions: list[str] = field(default_factory=list)
     """The scripted driver's actions (terminal action JSON)."""
     category: str = "misc"
+    capabilities: tuple[str, ...] = ()
+    """Capabilities root holds inside the sandbox's own user namespace: none by default
+    (CapEff 0); user-management tasks ask for ``USER_ADMIN_CAPABILITIES``."""
 
 
 Builder = Callable[[random.Random], TerminalTask]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from agentworld.envs.sandbox.sandbox import USER_ADMIN_CAPABILITIES
 from agentworld.envs.terminal.task import TerminalTask, cmd, keys
 from agentworld.envs.terminal.tasks import TEMPLATES
 from agentworld.envs.terminal.tasks._words import CITIES, FRUITS, NAMES, PROJECTS, csv_rows, ident, log_lines
@@ -123,7 +124,7 @@ def session_service(rng: random.Random) -> T:
 def session_users(rng: random.Random) -> T:
     users = rng.sample(NAMES, 3)
     return T("session-users-report", "Create several users, write a report of their home folders and clean up.",
-             category="session", actions=[
+             category="session", capabilities=USER_ADMIN_CAPABILITIES, actions=[
                  cmd("for u in " + " ".join(users) + "; do useradd -m $u; done"),
                  cmd("getent passwd " + " ".join(users) + " | cut -d: -f1,3,6"), cmd("ls -l /home"),
                  cmd("for u in " + " ".join(users) + "; do echo \"$u $(stat -c %U /home/$u)\"; done > report.txt"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from agentworld.envs.sandbox.sandbox import USER_ADMIN_CAPABILITIES
 from agentworld.envs.terminal.task import TerminalTask, cmd, keys
 from agentworld.envs.terminal.tasks import TEMPLATES
 from agentworld.envs.terminal.tasks._words import CITIES, FRUITS, NAMES, PROJECTS, SERVICES, ident
@@ -53,7 +54,8 @@ def chmod_script(rng: random.Random) -> T:
 def users_ownership(rng: random.Random) -> T:
     user = rng.choice(NAMES)
     return T("users-ownership", f"Create user {user}, give them a private project folder and check access.",
-             files={"shared/plan.txt": "draft\n"}, category="permissions", actions=[
+             files={"shared/plan.txt": "draft\n"}, category="permissions",
+             capabilities=USER_ADMIN_CAPABILITIES, actions=[
                  cmd(f"useradd -m {user}"), cmd(f"id {user}"),
                  cmd(f"mkdir /srv/{user} && chown {user}:{user} /srv/{user} && chmod 700 /srv/{user}"),
                  cmd(f"ls -ld /srv/{user}"), cmd(f"su {user} -c 'touch /srv/{user}/ok && ls /srv/{user}'"),
