@@ -212,7 +212,8 @@ def test_kill_9_of_collect_mcp_leaves_nothing(tmp_path: Path, mcp_ready: None) -
 
 @pytest.mark.slow
 @pytest.mark.sandbox
-def test_kill_9_of_collect_terminal_leaves_nothing(tmp_path: Path) -> None:
+def test_kill_9_of_collect_terminal_leaves_nothing(sandbox_tmp: Path) -> None:
+    tmp_path = sandbox_tmp
     from agentworld.envs.sandbox import SandboxUnavailable, rootfs_path
     from agentworld.envs.sandbox.prereq import check_host
 

@@ -106,9 +106,8 @@ def test_missing_rootfs_names_the_fix(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "not built" in exc.value.message and "setup.sh" in exc.value.fix
 
 
-def test_sweep_removes_sandboxes_of_dead_owners(rootfs: Path, tmp_path: Path) -> None:
-    for d in (tmp_path, *tmp_path.parents[:2]):
-        d.chmod(0o711)  # the sandbox uid walks down to its root
+def test_sweep_removes_sandboxes_of_dead_owners(rootfs: Path, sandbox_tmp: Path) -> None:
+    tmp_path = sandbox_tmp
     live = Sandbox(rootfs=rootfs, base_dir=tmp_path)
     orphan = Sandbox(rootfs=rootfs, base_dir=tmp_path)
     dead = subprocess.Popen(["true"])
@@ -137,11 +136,10 @@ def test_rlimit_fallback_without_cgroups(rootfs: Path, monkeypatch: pytest.Monke
         assert r.stdout == "MemoryError\nrc=153\n"  # 128 + SIGXFSZ
 
 
-def test_sweep_after_kill_9_of_a_terminal_episode(rootfs: Path, tmp_path: Path) -> None:
+def test_sweep_after_kill_9_of_a_terminal_episode(rootfs: Path, sandbox_tmp: Path) -> None:
     """A run killed with SIGKILL leaves a live episode: its processes, the tmux server,
     the cgroups, the mounts and the folder. sweep_stale() removes all of it."""
-    for d in (tmp_path, *tmp_path.parents[:2]):
-        d.chmod(0o711)
+    tmp_path = sandbox_tmp
     script = f"""
 import sys, time, tempfile
 tempfile.tempdir = {str(tmp_path)!r}

@@ -38,6 +38,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentworld.envs._owner import OWNER_VAR, owner_alive, write_owner
+from agentworld.envs._owner import token as owner_token
 from agentworld.envs.sandbox.errors import SandboxUnavailable
 from agentworld.envs.sandbox.limits import Cgroup, Limits, ulimit_script
 from agentworld.envs.sandbox.prereq import check_host
@@ -59,8 +61,6 @@ USER_ADMIN_CAPABILITIES = (
 PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
 PROC_EMPTY = ("timer_list", "sched_debug")
 PREFIX = "aw-sandbox-"
-OWNER_VAR = "AGENTWORLD_OWNER"
-"""Environment variable naming a launcher's owner (``pid:start``), as sweeps expect it."""
 SNAPSHOT_PREFIX = "aw-snapshot-"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -135,9 +135,9 @@ class Sandbox:
         self._procs: list[subprocess.Popen[bytes]] = []
         self.closed = True  # nothing to tear down until the folder exists
         _check_reachable(Path(base_dir or tempfile.gettempdir()))
-        self._owner = _owner_token()
+        self._owner = owner_token()
         self.dir = Path(tempfile.mkdtemp(prefix=PREFIX, dir=base_dir))
-        (self.dir / "owner").write_text(_owner_token() + "\n")  # lets sweep_stale() spot orphans
+        write_owner(self.dir)  # lets sweep_stale() spot orphans
         self.dir.chmod(0o711)  # bwrap runs as the sandbox uid and must reach root/
         self.layer = self.dir / "layer"
         self.root = self.dir / "root"
@@ -373,7 +373,7 @@ class Sandbox:
         folder = None
         if dest is None:
             folder = Path(tempfile.mkdtemp(prefix=SNAPSHOT_PREFIX, dir=self.dir.parent))
-            (folder / "owner").write_text(_owner_token() + "\n")  # swept like a sandbox if we die
+            write_owner(folder)  # swept like a sandbox if we die
             dest = folder / "upper"
         dest = Path(dest)
         frozen = self.cgroup is not None and self.cgroup.freeze(True)
@@ -420,11 +420,8 @@ def sweep_stale(base_dir: str | Path | None = None) -> int:
     base = Path(base_dir or tempfile.gettempdir())
     swept = 0
     for d in [*base.glob(f"{PREFIX}*"), *base.glob(f"{SNAPSHOT_PREFIX}*")]:
-        try:
-            if _owner_alive((d / "owner").read_text()):
-                continue  # still owned by a live process
-        except (OSError, ValueError):
-            continue  # not ours to judge (no owner file yet, or unreadable)
+        if owner_alive(d) is not False:
+            continue  # owned by a live process, or not ours to judge (no owner record yet)
         if (d / "tmux.sock").exists():
             subprocess.run(["tmux", "-S", str(d / "tmux.sock"), "kill-server"], capture_output=True)
         if (d / "cgroup").exists():  # the tmux server and every sandboxed process live here
@@ -433,28 +430,6 @@ def sweep_stale(base_dir: str | Path | None = None) -> int:
         shutil.rmtree(d, ignore_errors=True)
         swept += 1
     return swept
-
-
-def _start_time(pid: int) -> int | None:
-    """Start of ``pid`` in clock ticks since boot; None when it is gone (or a zombie)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()  # the name (field 2) may hold spaces and ")"
-    return None if fields[0] in ("Z", "X") else int(fields[19])
-
-
-def _owner_token() -> str:
-    """``pid:start`` of this process: a recycled pid is not mistaken for the owner."""
-    return f"{os.getpid()}:{_start_time(os.getpid())}"
-
-
-def _owner_alive(token: str) -> bool:
-    """Whether the owner a token (or a bare pid, as older owner files hold) names runs."""
-    pid, _, start = token.strip().partition(":")
-    now = _start_time(int(pid))
-    return now is not None and (not start or start == "None" or int(start) == now)
 
 
 def _unmount(folder: Path) -> None:
