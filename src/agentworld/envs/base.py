@@ -31,10 +31,23 @@ class Step(NamedTuple):
     info: dict[str, Any]
 
 
+class EpisodeOver(RuntimeError):
+    """``step`` after the episode terminated or was truncated: every environment raises
+    this (no auto-reset), so an agent loop that misses the end fails loudly."""
+
+
 class Env(abc.ABC):
-    """A (real or simulated) environment for one domain; one episode at a time."""
+    """A (real or simulated) environment for one domain; one episode at a time.
+
+    After a step returns ``terminated`` or ``truncated``, the next ``step`` raises
+    :class:`EpisodeOver` until ``reset``. ``close`` may be called any number of times,
+    with or without a reset before it.
+    """
 
     domain: str = ""
+    deterministic_reset: bool = False
+    """Whether two ``reset`` calls with the same seed and options give the same first
+    observation and context (checked by :func:`agentworld.envs.check_env`)."""
 
     @abc.abstractmethod
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
@@ -61,11 +74,16 @@ class Env(abc.ABC):
 
 # Environment ids map to a factory or to a lazy "module:attribute" entry point, so the
 # registry knows every built-in environment without importing its (heavy) package.
+# tests/test_env_conformance.py runs check_env over every id listed here.
 _REGISTRY: dict[str, Callable[..., Env] | str] = {
     "terminal-v1": "agentworld.envs.terminal.env:TerminalEnv",
     "mcp-v1": "agentworld.envs.mcp.env:McpEnv",
     "search-v1": "agentworld.envs.search.env:SearchEnv",
     "swe-v1": "agentworld.envs.swe.env:SweEnv",
+    # The simulator (kwargs: world_model, scenario...) and the fictional-world search
+    # environment (kwargs: world, question...), made like any real environment.
+    "sim-v1": "agentworld.sim.env:SimEnv",
+    "fictional-search-v1": "agentworld.sim.worlds.env:FictionalSearchEnv",
 }
 
 
