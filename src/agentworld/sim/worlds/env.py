@@ -67,9 +67,8 @@ class FictionalSearchEnv(Env):
             raise ValueError("a fictional search environment needs a world database "
                              "(build one with: agentworld sim world build --out world.sqlite)")
         if not isinstance(world, FictionalWorld):
-            questions = load_questions(world) if questions is None else questions
             world = FictionalWorld.load(world)
-        elif questions is None:
+        if questions is None:
             questions = load_questions(world.path)
         if question is not None:
             questions = [q for q in questions if q.id == question]
