@@ -43,7 +43,7 @@ class SimTurn(BaseModel):
     resampled: int = 0
     error: str | None = None
     raw: str | None = None
-    """The model's text when it gave no valid observation (for a person to read)."""
+    """The model's text when it answered without a valid observation (for a person to read)."""
 
 
 class SimState(BaseModel):
@@ -311,7 +311,7 @@ class SimEnv(Env):
         turn = SimTurn(
             action=action, observation=observation, reasoning=pred.reasoning, latency_s=pred.latency_s,
             injections=injections, conflicts=conflicts, resampled=tries, error=error,
-            raw=pred.text if error is not None else None,
+            raw=pred.text if pred.error is None and error is not None else None,
         )
         st.turns.append(turn)
         success = error is None and sc.succeeded(observation)
