@@ -190,10 +190,27 @@ class _ContextClashesWithRecorder(_Good):
         return {"id": "mine"}
 
 
-class _AutoResets(_Good):
+class _AutoResets:
+    """Duck-typed (no Env base class, so no EpisodeOver guard): restarts by itself."""
+
+    domain = "terminal"
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
+        self.n = 0
+        return Reset("o", {})
+
     def step(self, action: str) -> Step:
         self.n = self.n + 1 if self.n < 2 else 1
         return Step("o", 0.0, False, self.n >= 2, {})
+
+    def context(self) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        pass
 
 
 class _RandomReset(_Good):
@@ -244,6 +261,45 @@ def test_the_checker_names_the_env_and_the_broken_property(cls: type[Env], prop:
         check_env(cls(), actions=["a", "b"], env_id="bad-v0")
     assert err.value.prop == prop and detail in err.value.detail, str(err.value)
     assert str(err.value).startswith(f"bad-v0: {prop}: ")
+
+
+def test_every_env_class_raises_episode_over_after_the_end_without_code_of_its_own() -> None:
+    class Plain(Env):
+        domain = "terminal"
+
+        def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
+            return Reset("start", {})
+
+        def step(self, action: str) -> Step:
+            return Step(action, 0.0, action == "stop", False, {})
+
+    class Louder(Plain):
+        def step(self, action: str) -> Step:
+            return super().step(action.upper().lower())
+
+    for cls in (Plain, Louder):
+        env = cls()
+        env.reset()
+        assert env.step("go").observation == "go" and not env.episode_over
+        assert env.step("stop").terminated and env.episode_over
+        with pytest.raises(EpisodeOver, match="terminal episode is over"):
+            env.step("go")
+        env.reset()
+        assert env.step("go").observation == "go"
+
+
+def test_a_restored_simulator_session_steps_again(tmp_path: Path) -> None:
+    from agentworld.envs import make
+
+    sim = make("sim-v1", **_sim(tmp_path).kwargs)
+    sim.reset()
+    before = sim.snapshot()
+    sim.step("pwd")
+    assert sim.step("ls").truncated and sim.episode_over
+    with pytest.raises(EpisodeOver):
+        sim.step("pwd")
+    sim.restore(before)
+    assert not sim.episode_over and sim.step("pwd").observation == "/workspace"
 
 
 def test_an_env_that_does_not_promise_determinism_may_differ() -> None:

@@ -73,7 +73,9 @@ def check_env(
             ended = True
             break
     if ended:
-        # The project's contract: no auto-reset, a clear error instead.
+        # The project's contract: no auto-reset, a clear error instead. Env subclasses get
+        # it from the base class; this catches envs that bypass it (duck-typed ones, a
+        # step defined outside the class).
         try:
             env.step(actions[-1])
         except EpisodeOver:
@@ -82,7 +84,7 @@ def check_env(
             raise fail("step after the end", f"raised {type(exc).__name__} ({exc}), not EpisodeOver") from None
         else:
             raise fail("step after the end", "stepping after terminated/truncated did not raise EpisodeOver")
-    if env.deterministic_reset:
+    if getattr(env, "deterministic_reset", False):
         again = _call(name, "second reset", lambda: env.reset(seed=seed, options=options))
         if again.observation != first.observation:
             raise fail("deterministic reset", f"seed {seed} gave another first observation:\n"

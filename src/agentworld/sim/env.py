@@ -130,6 +130,11 @@ class SimEnv(Env):
     def context(self) -> dict[str, Any]:
         return self.state.scenario.trajectory_context()
 
+    @property
+    def episode_over(self) -> bool:
+        # The session state says (it travels with snapshot/restore/fork).
+        return self.state.done
+
     # -- sessions ------------------------------------------------------------------------
     @property
     def session_id(self) -> str:

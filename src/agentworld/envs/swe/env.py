@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentworld.envs.base import Env, EpisodeOver, Reset, Step
+from agentworld.envs.base import Env, Reset, Step
 from agentworld.envs.sandbox import Limits, Sandbox
 from agentworld.envs.swe import mutate, repos
 from agentworld.envs.swe.editor import Editor, SandboxFiles, ToolError
@@ -110,8 +110,6 @@ class SweEnv(Env):
     def step(self, action: str) -> Step:
         if self.sandbox is None or self.editor is None or self.bash is None:
             raise RuntimeError("call reset() before step()")
-        if self.steps >= self.config.max_steps:
-            raise EpisodeOver(f"the episode reached max_steps ({self.config.max_steps}): call reset() before stepping again")
         self.steps += 1
         info: dict[str, Any] = {"step": self.steps}
         try:

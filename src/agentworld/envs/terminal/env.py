@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentworld.envs.base import Env, EpisodeOver, Reset, Step
+from agentworld.envs.base import Env, Reset, Step
 from agentworld.envs.sandbox import Limits, Sandbox, ensure_rootfs
 from agentworld.envs.terminal.keys import ActionError, Batch, parse_action
 from agentworld.envs.terminal.task import TerminalTask
@@ -111,7 +111,6 @@ class TerminalEnv(Env):
         self._t0 = 0.0
         self._usage = None
         self._anchor = 0
-        self._over = False
 
     # -- episode -------------------------------------------------------------------
 
@@ -132,7 +131,6 @@ class TerminalEnv(Env):
                 f"{k}={v}" for k, v in sorted(self.task.env.items()))
         self.pane = TmuxPane(sb, width=self.config.width, height=self.config.height, env=self.task.env)
         self.steps = 0
-        self._over = False
         self._t0 = time.monotonic()
         title = self._wait_prompt("", 10.0)
         self._usage = sb.usage()
@@ -141,16 +139,13 @@ class TerminalEnv(Env):
     def step(self, action: str) -> Step:
         if self.pane is None or self.sandbox is None:
             raise RuntimeError("call reset() before step()")
-        if self._over:
-            raise EpisodeOver("the terminal episode is over: call reset() before stepping again")
         self.steps += 1
         t0 = time.monotonic()
         before = self.pane.state()
         try:
             batches = parse_action(action)
         except ActionError as exc:
-            self._over = self._truncated()
-            return Step(self.pane.screen(), 0.0, False, self._over, {"error": str(exc)})
+            return Step(self.pane.screen(), 0.0, False, self._truncated(), {"error": str(exc)})
         prompt_back = False
         for batch in batches:
             title = self.pane.state().title
@@ -161,9 +156,7 @@ class TerminalEnv(Env):
         obs = self._observe(before, after)
         info = {"duration_s": round(time.monotonic() - t0, 3), "prompt": prompt_back or self._at_prompt(after),
                 "fullscreen": after.alternate, "events": self._events(after)}
-        truncated = self._truncated()
-        self._over = after.dead or truncated
-        return Step(obs, 0.0, after.dead, truncated, info)
+        return Step(obs, 0.0, after.dead, self._truncated(), info)
 
     def fork(self) -> TerminalEnv:
         """A second live episode whose files equal this one's now, with a fresh shell in

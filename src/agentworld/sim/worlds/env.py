@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentworld.envs.base import Env, EpisodeOver, Reset, Step
+from agentworld.envs.base import Env, Reset, Step
 from agentworld.sim.ledger import Conflict, parse_tool_call
 from agentworld.sim.scenario import Scenario
 from agentworld.sim.worlds.build import Question, load_questions, questions_path
@@ -80,7 +80,6 @@ class FictionalSearchEnv(Env):
         self.world, self.questions = world, questions
         self.question = questions[0]
         self.memory: dict[str, str] = {}
-        self._over = False
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
         options = options or {}
@@ -92,17 +91,9 @@ class FictionalSearchEnv(Env):
         elif seed is not None:
             self.question = self.questions[seed % len(self.questions)]
         self.memory = {}
-        self._over = False
         return Reset(self.question.text, {"question_id": self.question.id, "tools": TOOLS})
 
     def step(self, action: str) -> Step:
-        if self._over:
-            raise EpisodeOver("the answer was submitted: call reset() before stepping again")
-        res = self._step(action)
-        self._over = res.terminated or res.truncated
-        return res
-
-    def _step(self, action: str) -> Step:
         call = parse_tool_call(action)
         if call is None:
             return Step('Error: the action must be a JSON tool call {"name": ..., "arguments": {...}}', 0.0, False, False, {})
