@@ -78,7 +78,7 @@ def test_drift_command(tmp_path: Path, world_files):
     trajs = [record_episode(FictionalSearchEnv(world, qs), _search_actions(world, q), trajectory_id=q.id, options={"question": q.id}) for q in qs]
     write_trajectories(tmp_path / "seen.jsonl", trajs)
     report = tmp_path / "report.json"
-    res = CliRunner().invoke(app, ["sim", "drift", "--env", "fictional-search", "--world", str(db), "--question", qs[0].id,
+    res = CliRunner().invoke(app, ["sim", "drift", "--env", "fictional-search-v1", "--world", str(db), "--question", qs[0].id,
                                    "--actions", str(actions), "-b", "retrieval", "--source", str(tmp_path / "seen.jsonl"),
                                    "--report", str(report)])
     assert res.exit_code == 0, res.output
@@ -87,6 +87,14 @@ def test_drift_command(tmp_path: Path, world_files):
     bad = CliRunner().invoke(app, ["sim", "drift", "--env", "no-such-env-v9", "--actions", str(actions), "-b", "retrieval",
                                    "--source", str(tmp_path / "seen.jsonl")])
     assert bad.exit_code == 2 and "unknown environment" in bad.output
+    # The fictional world is an ordinary registered env: --world is its `world` argument.
+    no_world = CliRunner().invoke(app, ["sim", "drift", "--env", "fictional-search-v1", "--actions", str(actions),
+                                        "-b", "retrieval", "--source", str(tmp_path / "seen.jsonl")])
+    assert no_world.exit_code == 2 and "needs a world database" in " ".join(no_world.output.split())
+    assert "Traceback" not in no_world.output
+    missing = CliRunner().invoke(app, ["sim", "drift", "--env", "fictional-search-v1", "--world", str(tmp_path / "none.sqlite"),
+                                       "--actions", str(actions), "-b", "retrieval", "--source", str(tmp_path / "seen.jsonl")])
+    assert missing.exit_code == 2 and "world database not found" in " ".join(missing.output.split())
 
 
 def _mcp_ready() -> bool:

@@ -103,16 +103,17 @@ def predict(
 ) -> None:
     """Predict the next observation for one action, or run an interactive simulated session."""
     from agentworld.models import ResponseCache, WorldModel
-    from agentworld.models.session import HistoryError, Session, fresh_start, load_history
+    from agentworld.sim import SimEnv
+    from agentworld.sim.loading import InputError, fresh_start, load_start
 
     try:
         if history is not None:
-            start = load_history(history, record_id=record_id, turn=turn)
+            start = load_start(history, record_id=record_id, turn=turn)
         elif domain:
             start = fresh_start(domain, task)
         else:
             raise fail("nothing to start from", "pass --history FILE or --domain NAME")
-    except (HistoryError, ValueError) as exc:
+    except (InputError, ValueError) as exc:
         raise fail(str(exc), "use a trajectory or AgentWorldBench JSONL file, and a known --domain") from None
     action = action if action is not None else start.action
     if action is None and not interactive:
@@ -128,31 +129,49 @@ def predict(
         ),
         cache=response_cache,
     )
-    session = Session(wm, start, _config(temperature, top_p, max_tokens, seed, n))
+    # The simulator plays the session; without the ledger in the prompt the world model
+    # sees exactly the start's system prompt and the turns so far.
+    env = SimEnv(wm, start.scenario, config=_config(temperature, top_p, max_tokens, seed, n), use_ledger=False)
+    env.reset(options={"history": start.history})
+    # One event loop for the whole run: the backend's connections belong to it, so they
+    # are closed in it too.
+    if not asyncio.run(_run(env, action, interactive=interactive, as_json=as_json, show_reasoning=show_reasoning)):
+        raise typer.Exit(1)
+
+
+async def _run(env: Any, action: str | None, *, interactive: bool, as_json: bool, show_reasoning: bool) -> bool:
+    """The interactive session, or the predictions for ``action``; False when every call failed."""
+    from agentworld.models import CacheMiss
+
     try:
         if interactive:
-            asyncio.run(_interactive(session, action, show_reasoning))
-        else:
-            preds = asyncio.run(wm.predict(session.messages(action), session.config))
-            for pred in preds:
-                if as_json:
-                    typer.echo(pred.model_dump_json())
-                else:
-                    _show(pred, show_reasoning)
-            if all(p.error for p in preds):
-                raise typer.Exit(1)
+            await _interactive(env, action, show_reasoning)
+            return True
+        try:
+            preds = await env.wm.predict(env.messages_for(action), env.config)
+        except CacheMiss as exc:
+            raise fail(str(exc), "record it once with --cache-mode rw") from None
+        for pred in preds:
+            if as_json:
+                typer.echo(pred.model_dump_json())
+            else:
+                _show(pred, show_reasoning)
+        return not all(p.error for p in preds)
     finally:
-        asyncio.run(wm.aclose())
+        await env.wm.aclose()
 
 
 HELP = ":undo drops the last turn, :history shows the turns, :save FILE writes a trajectory, :quit (or Ctrl-D) ends"
 
 
-async def _interactive(session: Any, first: str | None, show_reasoning: bool) -> None:
-    from agentworld.jsonl import JsonlAppender
+async def _interactive(env: Any, first: str | None, show_reasoning: bool) -> None:
+    """Type actions into a SimEnv. A failed prediction is shown and dropped (the session
+    goes on); ``:undo`` restores the snapshot taken before the last step."""
+    from agentworld.models import CacheMiss
 
-    console.print(f"[bold]{session.start.domain}[/] session with {session.wm.model_id}; {len(session.history)} turns of history.")
+    console.print(f"[bold]{env.domain}[/] session with {env.wm.model_id}; {env.turn} turns of history.")
     console.print(f"[dim]{HELP}[/]")
+    undo: list[Any] = []
     pending = first
     while True:
         if pending is None:
@@ -166,24 +185,63 @@ async def _interactive(session: Any, first: str | None, show_reasoning: bool) ->
         if line in (":q", ":quit", ":exit"):
             return
         if line == ":undo":
-            dropped = session.undo()
-            console.print("[dim]dropped the last turn[/]" if dropped else "[dim]nothing to undo[/]")
+            if undo:
+                env.restore(undo.pop())
+                console.print("[dim]dropped the last turn[/]")
+            else:
+                console.print("[dim]nothing to undo[/]")
         elif line == ":history":
-            for i, (a, o) in enumerate(session.history, 1):
-                console.print(f"[bold]{i}>[/] {a}")
-                out.print(o, markup=False, highlight=False)
+            for i, t in enumerate(env.state.turns, 1):
+                console.print(f"[bold]{i}>[/] {t.action}")
+                out.print(t.observation, markup=False, highlight=False)
         elif line.startswith(":save"):
             target = line[len(":save") :].strip()
             if not target:
                 console.print("[yellow]usage:[/] :save FILE")
                 continue
-            with JsonlAppender(target) as fh:
-                fh.append(session.to_trajectory())
-            console.print(f"[green]saved[/] {len(session.history)} turns to {target}")
+            _save(env, target)
+            console.print(f"[green]saved[/] {env.turn} turns to {target}")
         elif line.startswith(":"):
             console.print(f"[yellow]unknown command[/] {line}; {HELP}")
         else:
-            _show(await session.step(line), show_reasoning)
+            before = env.snapshot()
+            try:
+                res = await env.astep(line)
+            except CacheMiss as exc:
+                console.print(f"[bold red]call failed:[/] {exc}")
+                continue
+            _show_turn(env, res, show_reasoning)
+            if res.info["error"]:
+                env.restore(before)  # a failed prediction never joins the history
+            else:
+                undo.append(before)
+
+
+def _show_turn(env: Any, res: Any, show_reasoning: bool) -> None:
+    turn = env.state.turns[-1]
+    if turn.error and turn.raw is None:
+        console.print(f"[bold red]call failed:[/] {turn.error}")
+        return
+    if show_reasoning and turn.reasoning:
+        console.print(Panel(turn.reasoning, title="reasoning", border_style="dim"))
+    if turn.error:
+        console.print(f"[yellow]{turn.error}[/] (no closed <predicted_observation> block); raw text:")
+        out.print(turn.raw, markup=False, highlight=False)
+    else:
+        out.print(res.observation, markup=False, highlight=False)
+    console.print(f"[dim]{env.wm.model_id}: {turn.latency_s:.2f}s{', cached' if res.info['cached'] else ''}[/]")
+
+
+def _save(env: Any, target: str) -> None:
+    """Append the session as a trajectory: a person was the agent, and the exact system
+    prompt is kept (``system_str``) so the session can be replayed as it ran."""
+    from agentworld.jsonl import JsonlAppender
+    from agentworld.trajectory import Trajectory
+
+    data = env.record(trajectory_id="session").model_dump(mode="json")
+    data["provenance"]["agent"] = "human"
+    with JsonlAppender(target) as fh:
+        fh.append(Trajectory.model_validate({**data, "system_str": env.scenario.system_prompt()}))
 
 
 def serve(

@@ -62,24 +62,21 @@ def _world(world: Path | None, question: str | None):
         w = FictionalWorld.load(world)
     except FileNotFoundError as exc:
         raise fail(str(exc), "build one with: agentworld sim world build --out world.sqlite") from None
-    qs = _questions(world)
-    q = next((x for x in qs if question in (None, x.id)), None)
+    q = next((x for x in _questions(world) if question in (None, x.id)), None)
     if q is None:
-        raise fail(f"no question {question!r} in {_questions_path(world)}", "list them with: agentworld sim world show")
+        from agentworld.sim.worlds import questions_path
+
+        raise fail(f"no question {question!r} in {questions_path(world)}", "list them with: agentworld sim world show")
     return w, q
 
 
-def _questions_path(world: Path) -> Path:
-    return world.with_suffix(".questions.jsonl")
-
-
 def _questions(world: Path):
-    from agentworld.sim.worlds import Question
+    from agentworld.sim.worlds import load_questions
 
-    path = _questions_path(world)
-    if not path.exists():
-        raise fail(f"questions file not found: {path}", "agentworld sim world build writes it next to the database")
-    return [Question(**{**json.loads(line), "params": tuple(json.loads(line)["params"])}) for line in path.read_text().splitlines() if line.strip()]
+    try:
+        return load_questions(world)
+    except FileNotFoundError as exc:
+        raise fail(str(exc), "agentworld sim world build writes it next to the database") from None
 
 
 def _scenario_and_checks(scenario, trajectory, record_id, tools, world, question):
@@ -314,11 +311,13 @@ def replay(
 
 @app.command()
 def drift(
-    env_id: str = typer.Option(..., "--env", help="Real environment id (agentworld.envs registry) or fictional-search."),
+    env_id: str = typer.Option(..., "--env", help="Real environment id from the agentworld.envs registry (e.g. terminal-v1, fictional-search-v1)."),
     actions: Path = typer.Option(..., "--actions", help="Trajectory JSONL (its actions) or a JSON list of actions."),
     record_id: str = RECORD_ID, backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER,
     source: Path = SOURCE, base_url: str = BASE_URL, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
-    world: Path = WORLD, question: str = QUESTION, seed: int = typer.Option(0, "--seed"),
+    world: Path = typer.Option(None, "--world", help="Fictional world database (the env's `world` argument)."),
+    question: str = typer.Option(None, "--question", help="Question id of the world (the env's `question` argument)."),
+    seed: int = typer.Option(0, "--seed"),
     mode: str = typer.Option("forced", "--mode", help="forced (sim sees real history) | free (sim runs on its own)"),
     threshold: float = typer.Option(3.0, "--threshold", help="Rule-score total under which a step diverges."),
     min_factuality: int = typer.Option(3, "--min-factuality", help="Factuality score under which a step diverges."),
@@ -345,31 +344,29 @@ def drift(
         raise fail(f"cannot read --reset-options: {exc}") from None
     except json.JSONDecodeError as exc:
         raise fail(f"--env-kwargs/--reset-options must be JSON objects ({exc})") from None
-    checks: list[Any] = []
-    if env_id == "fictional-search":
-        from agentworld.sim.worlds import FictionalSearchEnv, world_check, world_scenario
-
-        w, q = _world(world, question)
-        if w is None:
-            raise fail("fictional-search needs --world", "build one with: agentworld sim world build")
-        real = FictionalSearchEnv(w, [q])
-        first = real.reset(seed=seed).observation
-        sc = world_scenario(w, q).model_copy(update={"first_observation": first, "max_turns": 10**6})
-        checks = [world_check(w)]
-    else:
-        try:
-            real = make(env_id, **kwargs)
-        except KeyError as exc:
-            raise fail(str(exc.args[0]), "pick an id from the list") from None
-        except TypeError as exc:
-            raise fail(f"bad --env-kwargs for {env_id}: {exc}") from None
-        try:
-            sc = scenario_for(real, real.reset(seed=seed, options=options).observation)
-        except Exception as exc:  # the real env's own failure, shown without a traceback
-            real.close()
-            raise fail(f"the real environment {env_id} failed to reset: {exc}", "check --env-kwargs and --reset-options") from None
     if mode not in ("forced", "free"):
         raise fail(f"unknown mode {mode!r}", "use forced or free")
+    if world is not None:
+        kwargs["world"] = world
+    if question is not None:
+        kwargs["question"] = question
+    try:
+        real = make(env_id, **kwargs)
+    except KeyError as exc:
+        raise fail(str(exc.args[0]), "pick an id from the list") from None
+    except TypeError as exc:
+        raise fail(f"bad arguments for {env_id}: {exc}", "check --env-kwargs (--world and --question are for fictional-search-v1)") from None
+    except (ValueError, FileNotFoundError) as exc:
+        raise fail(f"cannot make {env_id}: {exc}", "check --env-kwargs, --world and --question") from None
+    try:
+        first = real.reset(seed=seed, options=options).observation
+    except Exception as exc:  # the real env's own failure, shown without a traceback
+        real.close()
+        raise fail(f"the real environment {env_id} failed to reset: {exc}", "check --env-kwargs and --reset-options") from None
+    # An env that knows more than its context shows (a fictional world's hidden facts and
+    # fact checks) gives the simulator its own scenario and checks.
+    sc = real.sim_scenario(first) if hasattr(real, "sim_scenario") else scenario_for(real, first)
+    checks: list[Any] = real.sim_checks() if hasattr(real, "sim_checks") else []
     wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
     try:
         report = measure_drift(real, SimEnv(wm, sc, checks=checks), acts, env_name=env_id, seed=seed, mode=mode,
@@ -393,13 +390,11 @@ def world_build(
     questions: int = typer.Option(20, "--questions", help="Questions to derive from the database."),
 ) -> None:
     """Build a seeded fictional world and write its questions next to it (*.questions.jsonl)."""
-    from dataclasses import asdict
-
-    from agentworld.sim.worlds import FictionalWorld, build_world, write_questions
+    from agentworld.sim.worlds import FictionalWorld, build_world, save_questions, write_questions
 
     build_world(out_path, seed=seed)
     qs = write_questions(out_path, seed=seed, count=questions)
-    _questions_path(out_path).write_text("".join(json.dumps(asdict(q), ensure_ascii=False) + "\n" for q in qs), encoding="utf-8")
+    save_questions(out_path, qs)
     w = FictionalWorld.load(out_path)
     console.print(f"world {out_path}: {len(w.pages)} pages, {w.num_facts} facts, {len(qs)} questions")
 

@@ -10,6 +10,7 @@ model sees (JSON for structured actions), so a recorded trajectory replays as is
 from __future__ import annotations
 
 import abc
+import functools
 import importlib
 import time
 from collections.abc import Callable, Iterable
@@ -69,14 +70,69 @@ class Env(abc.ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- the episode contract, kept by every subclass ----------------------------------
+    deterministic_reset: bool = False
+    """Whether two ``reset`` calls with the same seed and options give the same first
+    observation and context (checked by :func:`agentworld.envs.check_env`)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """After a step returns ``terminated`` or ``truncated``, the next ``step`` raises
+        :class:`EpisodeOver` until ``reset`` (no auto-reset). The ``step`` and ``reset``
+        a subclass defines are wrapped here, so the rule has one home and no environment
+        repeats it. (``close`` may be called any number of times, with or without a reset.)"""
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _guard_step(cls.__dict__["step"])  # type: ignore[method-assign]
+        if "reset" in cls.__dict__:
+            cls.reset = _guard_reset(cls.__dict__["reset"])  # type: ignore[method-assign]
+
+    @property
+    def episode_over(self) -> bool:
+        """Whether the last step ended the episode (``step`` raises until ``reset``)."""
+        return bool(self.__dict__.get("_episode_over", False))
+
+
+class EpisodeOver(RuntimeError):
+    """``step`` after the episode terminated or was truncated (see :class:`Env`): an agent
+    loop that misses the end fails loudly instead of acting in a finished episode."""
+
+
+def _guard_step(step: Callable[[Any, str], Step]) -> Callable[[Any, str], Step]:
+    @functools.wraps(step)
+    def guarded(self: Env, action: str) -> Step:
+        if self.episode_over:
+            raise EpisodeOver(f"the {self.domain or type(self).__name__} episode is over (terminated or truncated): "
+                              "call reset() before stepping again")
+        res = step(self, action)
+        if isinstance(res, tuple) and len(res) == 5:  # a Step (a bare tuple is check_env's to report)
+            self._episode_over = bool(res[2] or res[3])
+        return res
+
+    return guarded
+
+
+def _guard_reset(reset: Callable[..., Reset]) -> Callable[..., Reset]:
+    @functools.wraps(reset)
+    def guarded(self: Env, *args: Any, **kwargs: Any) -> Reset:
+        res = reset(self, *args, **kwargs)
+        self._episode_over = False
+        return res
+
+    return guarded
+
 
 # Environment ids map to a factory or to a lazy "module:attribute" entry point, so the
 # registry knows every built-in environment without importing its (heavy) package.
+# tests/test_env_conformance.py runs check_env over every id listed here.
 _REGISTRY: dict[str, Callable[..., Env] | str] = {
     "terminal-v1": "agentworld.envs.terminal.env:TerminalEnv",
     "mcp-v1": "agentworld.envs.mcp.env:McpEnv",
     "search-v1": "agentworld.envs.search.env:SearchEnv",
     "swe-v1": "agentworld.envs.swe.env:SweEnv",
+    # The simulator (kwargs: world_model, scenario...) and the fictional-world search
+    # environment (kwargs: world, question...), made like any real environment.
+    "sim-v1": "agentworld.sim.env:SimEnv",
+    "fictional-search-v1": "agentworld.sim.worlds.env:FictionalSearchEnv",
 }
 
 

@@ -18,7 +18,7 @@ import anyio.to_thread
 
 from pydantic import BaseModel, Field
 
-from agentworld.envs.base import Env, Reset, Step
+from agentworld.envs.base import Env, EpisodeOver, Reset, Step
 from agentworld.models import GenerationConfig, Prediction, WorldModel
 from agentworld.prompts import build_messages
 from agentworld.sim.ledger import Conflict, LedgerState, rules_for
@@ -42,6 +42,8 @@ class SimTurn(BaseModel):
     conflicts: list[Conflict] = Field(default_factory=list)
     resampled: int = 0
     error: str | None = None
+    raw: str | None = None
+    """The model's text when it answered without a valid observation (for a person to read)."""
 
 
 class SimState(BaseModel):
@@ -66,7 +68,13 @@ class SimEnv(Env):
     that many turns in the prompt (long-lived sessions); the ledger still holds what the
     dropped turns established, and ``record()`` still has every turn. ``checks`` are extra validators
     ``(action, observation) -> list[Conflict]`` (e.g. a fictional world's fact check).
+
+    Registered as ``sim-v1``: ``make("sim-v1", world_model=wm, scenario=sc)``.
+    ``reset(options=...)`` takes ``scenario``, ``perturbations`` and ``history`` (earlier
+    ``[action, observation]`` turns to continue from, e.g. a benchmark sample's).
     """
+
+    deterministic_reset = True
 
     def __init__(
         self,
@@ -121,6 +129,11 @@ class SimEnv(Env):
 
     def context(self) -> dict[str, Any]:
         return self.state.scenario.trajectory_context()
+
+    @property
+    def episode_over(self) -> bool:
+        # The session state says (it travels with snapshot/restore/fork).
+        return self.state.done
 
     # -- sessions ------------------------------------------------------------------------
     @property
@@ -218,21 +231,27 @@ class SimEnv(Env):
         if "perturbations" in options:
             p = options.pop("perturbations")
             st.perturbations = p if isinstance(p, PerturbationSpec) or p is None else PerturbationSpec.model_validate(p)
+        history = _history(options.pop("history", None))
         if options:
-            raise ValueError(f"unknown reset options: {', '.join(sorted(options))} (known: scenario, perturbations)")
+            raise ValueError(f"unknown reset options: {', '.join(sorted(options))} (known: scenario, perturbations, history)")
         st.seed = seed if seed is not None else st.seed
         st.turns, st.ledger, st.fired, st.done = [], LedgerState(), {}, False
         sc = st.scenario
         first = sc.first_observation if sc.first_observation is not None else sc.task
         # The first screen may already establish state (a terminal prompt's directory).
         self._rules.update(st.ledger, "", first)
+        for action, observation in history:
+            st.turns.append(SimTurn(action=action, observation=observation))
+            self._rules.update(st.ledger, action, observation)
+        if history:
+            first = history[-1][1]
         info = {"session_id": st.session_id, "task": sc.task, "domain": sc.domain, "tools": sc.tools or [], "max_turns": sc.max_turns}
         return Reset(first, info)
 
     def _prepare(self, action: str) -> tuple[list[dict[str, str]], list[Injection]]:
         st = self.state
         if st.done:
-            raise RuntimeError("the episode is over: call reset() before stepping again")
+            raise EpisodeOver("the episode is over: call reset() before stepping again")
         injections: list[Injection] = []
         if st.perturbations is not None:
             injections = st.perturbations.plan(session_seed=st.seed, turn=self.turn + 1, action=action, fired=st.fired)
@@ -297,6 +316,7 @@ class SimEnv(Env):
         turn = SimTurn(
             action=action, observation=observation, reasoning=pred.reasoning, latency_s=pred.latency_s,
             injections=injections, conflicts=conflicts, resampled=tries, error=error,
+            raw=pred.text if pred.error is None and error is not None else None,
         )
         st.turns.append(turn)
         success = error is None and sc.succeeded(observation)
@@ -313,3 +333,16 @@ class SimEnv(Env):
             "error": error,
         }
         return Step(observation, 1.0 if success else 0.0, success, truncated, info)
+
+
+def _history(value: Any) -> list[tuple[str, str]]:
+    """The ``history`` reset option: ``[action, observation]`` pairs."""
+    if value is None:
+        return []
+    pairs = []
+    for i, turn in enumerate(value if isinstance(value, list | tuple) else [value]):
+        if not (isinstance(turn, list | tuple) and len(turn) == 2 and all(isinstance(x, str) for x in turn)):
+            raise ValueError(f"reset option history: turn {i} is not an [action, observation] pair of strings")
+        pairs.append((turn[0], turn[1]))
+    return pairs
+

@@ -1,8 +1,10 @@
-"""Reading simulator inputs from files: scenarios, tool sets, perturbation specs, actions."""
+"""Reading simulator inputs from files: scenarios, tool sets, perturbation specs, actions,
+and the start point (scenario, history, action) of ``agentworld predict``."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +79,62 @@ def load_actions(path: str | Path, record_id: str | None = None) -> list[str]:
             raise InputError(f"{path}: expected a JSON list of actions")
         return [a if isinstance(a, str) else json.dumps(a, ensure_ascii=False) for a in data]
     return [t.action for t in load_trajectory(path, record_id).turns]
+
+
+#: a session with a person at the keyboard has no turn limit
+UNLIMITED_TURNS = 10**6
+
+
+@dataclass
+class Start:
+    """Where a prediction or an interactive simulated session starts."""
+
+    scenario: Scenario
+    history: list[tuple[str, str]] = field(default_factory=list)
+    """Earlier ``(action, observation)`` turns (SimEnv's ``history`` reset option)."""
+    action: str | None = None
+    """The action to answer, when the file names one (a benchmark sample's current action)."""
+
+
+def load_start(path: str | Path, *, record_id: str | None = None, turn: int | None = None) -> Start:
+    """A start point from a trajectory or AgentWorldBench JSONL file.
+
+    ``record_id`` picks the record (default: the first). For a trajectory, ``turn``
+    (1-based) makes the turns before it the history and its action the one to answer;
+    without it all turns are history. A benchmark sample gives its own history and action.
+    The system prompt is kept exactly as the file implies (a sample's own ``system_str``).
+    """
+    from agentworld.bench.format import BenchSample
+    from agentworld.prompts import trajectory_system_prompt
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"history file not found: {path}")
+    for lineno, obj in iter_json_lines(path):
+        if isinstance(obj, LineError):
+            raise InputError(str(obj))
+        if not isinstance(obj, dict) or (record_id is not None and str(obj.get("id")) != record_id):
+            continue
+        try:
+            if "system_str" in obj:
+                s = BenchSample.model_validate(obj)
+                scenario = Scenario(id=str(s.id), domain=s.domain, system=s.system_str, max_turns=UNLIMITED_TURNS)
+                return Start(scenario, s.history(), s.action)
+            traj = Trajectory.model_validate(obj)
+            scenario = Scenario.from_trajectory(traj, system=trajectory_system_prompt(traj), max_turns=UNLIMITED_TURNS)
+        except ValueError as exc:
+            raise InputError(f"{path}:{lineno}: {exc}") from None
+        turns = [(t.action, t.observation) for t in traj.turns]
+        action = None
+        if turn is not None:
+            if not 1 <= turn <= len(turns):
+                raise InputError(f"{path}:{lineno}: turn {turn} out of range 1..{len(turns)}")
+            turns, action = turns[: turn - 1], turns[turn - 1][0]
+        return Start(scenario, turns, action)
+    which = f"a record with id {record_id!r}" if record_id is not None else "any record"
+    raise InputError(f"{path}: no {which}")
+
+
+def fresh_start(domain: str, task: str = "") -> Start:
+    """A session from nothing: the domain's default prompt with ``task``."""
+    return Start(Scenario(id="session", domain=domain, task=task, max_turns=UNLIMITED_TURNS))

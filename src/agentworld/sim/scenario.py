@@ -51,6 +51,10 @@ class Scenario(BaseModel):
     first_observation: str | None = None
     """What ``reset`` shows the agent; defaults to the task text."""
     max_turns: int = 30
+    system: str | None = None
+    """A fixed system prompt used as is instead of one built from the parts above (a
+    benchmark sample's ``system_str``); the session's state and per-turn instructions are
+    still added after it."""
 
     @field_validator("domain")
     @classmethod
@@ -98,6 +102,10 @@ class Scenario(BaseModel):
     def system_prompt(self, *, state: str | None = None, instructions: list[str] | None = None) -> str:
         """The system prompt for one turn: ``state`` is the session's established state,
         ``instructions`` the turn's extra simulation instructions."""
+        if self.system is not None:
+            extra = [f"Established so far in this session (stay consistent with it):\n{state}" if state else None,
+                     "\n".join(f"- {s}" for s in instructions) if instructions else None]
+            return "\n\n".join([self.system, *(p for p in extra if p)])
         initial = "\n\n".join(
             p
             for p in (

@@ -56,6 +56,7 @@ class McpEnv(Env):
     """
 
     domain = "mcp"
+    deterministic_reset = True
 
     def __init__(self, *, servers: list[str] | None = None, root: str | Path | None = None,
                  limits: Limits = Limits(), timeout_s: float = 30.0):

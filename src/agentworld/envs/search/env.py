@@ -19,6 +19,7 @@ class SearchEnv(Env):
     """
 
     domain = "search"
+    deterministic_reset = True
 
     def __init__(self, *, corpus: str | Path | None = None, engine: SearchEngine | None = None):
         self.engine = engine or SearchEngine(corpus or default_corpus_dir())

@@ -59,6 +59,7 @@ class SweConfig:
 
 class SweEnv(Env):
     domain = "swe"
+    deterministic_reset = True
 
     def __init__(self, config: SweConfig | None = None, **overrides: Any):
         self.config = config or SweConfig(**overrides)

@@ -108,6 +108,7 @@ class TerminalEnv(Env):
     """A real Debian shell; see the module docstring for what reset and step return."""
 
     domain = "terminal"
+    deterministic_reset = True
 
     def __init__(self, config: TerminalConfig | None = None, **overrides: Any):
         self.config = TerminalConfig(**{**(config.__dict__ if config else {}), **overrides})

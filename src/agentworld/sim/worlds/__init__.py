@@ -1,6 +1,14 @@
 """Fictional worlds for search: invented facts in SQLite, questions from SQL, teasing search."""
 
-from agentworld.sim.worlds.build import Question, WorldSize, build_world, write_questions
+from agentworld.sim.worlds.build import (
+    Question,
+    WorldSize,
+    build_world,
+    load_questions,
+    questions_path,
+    save_questions,
+    write_questions,
+)
 from agentworld.sim.worlds.env import TOOLS, FictionalSearchEnv, item_f1, world_check, world_scenario
 from agentworld.sim.worlds.pages import FictionalWorld, Page
 
@@ -13,6 +21,9 @@ __all__ = [
     "WorldSize",
     "build_world",
     "item_f1",
+    "load_questions",
+    "questions_path",
+    "save_questions",
     "world_check",
     "world_scenario",
     "write_questions",

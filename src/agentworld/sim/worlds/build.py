@@ -10,9 +10,10 @@ pick out exactly that answer.
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from agentworld.seeding import keyed_rng
@@ -179,3 +180,24 @@ def _employee_count(db, rng, qid):
     org, kind = rng.choice(db.execute("SELECT name, kind FROM organizations").fetchall())
     sql = "SELECT COUNT(*) FROM people p JOIN organizations o ON p.employer_id = o.id WHERE o.name = ?"
     return Question(qid, f"How many people work for the {kind} {org}?", sql, (org,), _one(db, sql, (org,)), "aggregate", [org])
+
+
+def questions_path(world: str | Path) -> Path:
+    """Where a world's questions live: next to its database, ``<name>.questions.jsonl``."""
+    return Path(world).with_suffix(".questions.jsonl")
+
+
+def save_questions(world: str | Path, questions: list[Question]) -> Path:
+    path = questions_path(world)
+    path.write_text("".join(json.dumps(asdict(q), ensure_ascii=False) + "\n" for q in questions), encoding="utf-8")
+    return path
+
+
+def load_questions(world: str | Path) -> list[Question]:
+    """The questions saved next to ``world`` (FileNotFoundError naming the file when absent)."""
+    path = questions_path(world)
+    if not path.exists():
+        raise FileNotFoundError(f"questions file not found: {path}")
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [Question(**{**r, "params": tuple(r["params"])}) for r in rows]
+

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from agentworld.envs.base import Env, Reset, Step
 from agentworld.sim.ledger import Conflict, parse_tool_call
 from agentworld.sim.scenario import Scenario
-from agentworld.sim.worlds.build import Question
+from agentworld.sim.worlds.build import Question, load_questions, questions_path
 from agentworld.sim.worlds.pages import FictionalWorld
 
 TOOLS: list[dict[str, Any]] = [
@@ -49,11 +50,31 @@ def item_f1(predicted: list[str], gold: list[str]) -> float:
 
 
 class FictionalSearchEnv(Env):
-    """The search domain over a fictional world, answered from its database."""
+    """The search domain over a fictional world, answered from its database.
+
+    Registered as ``fictional-search-v1``: ``world`` is a :class:`FictionalWorld` or the
+    path of its database; ``questions`` default to the ones saved next to it, and
+    ``question`` (an id) keeps only that one. ``reset(seed=s)`` picks question
+    ``s % len(questions)``, ``options={"question": id}`` a given one.
+    """
 
     domain = "search"
+    deterministic_reset = True
 
-    def __init__(self, world: FictionalWorld, questions: list[Question]):
+    def __init__(self, world: FictionalWorld | str | Path | None = None, questions: list[Question] | None = None,
+                 *, question: str | None = None):
+        if world is None:
+            raise ValueError("a fictional search environment needs a world database "
+                             "(build one with: agentworld sim world build --out world.sqlite)")
+        if not isinstance(world, FictionalWorld):
+            world = FictionalWorld.load(world)
+        if questions is None:
+            questions = load_questions(world.path)
+        if question is not None:
+            questions = [q for q in questions if q.id == question]
+            if not questions:
+                raise ValueError(f"no question {question!r} in {questions_path(world.path)} "
+                                 "(list them with: agentworld sim world show)")
         if not questions:
             raise ValueError("a fictional search environment needs at least one question")
         self.world, self.questions = world, questions
@@ -63,7 +84,10 @@ class FictionalSearchEnv(Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
         options = options or {}
         if "question" in options:
-            self.question = next(q for q in self.questions if q.id == options["question"])
+            found = [q for q in self.questions if q.id == options["question"]]
+            if not found:
+                raise ValueError(f"unknown question {options['question']!r} (known: {', '.join(q.id for q in self.questions)})")
+            self.question = found[0]
         elif seed is not None:
             self.question = self.questions[seed % len(self.questions)]
         self.memory = {}
@@ -103,6 +127,15 @@ class FictionalSearchEnv(Env):
 
     def context(self) -> dict[str, Any]:
         return {"task_description": self.question.text, "tools": TOOLS}
+
+    def sim_scenario(self, first_observation: str) -> Scenario:
+        """The scenario a simulator needs to play this episode (the question's hidden facts)."""
+        return world_scenario(self.world, self.question).model_copy(
+            update={"first_observation": first_observation, "max_turns": 10**6})
+
+    def sim_checks(self) -> list[Callable[[str, str], list[Conflict]]]:
+        """Checks of simulated observations against this world's database."""
+        return [world_check(self.world)]
 
 
 def world_scenario(world: FictionalWorld, question: Question, *, max_pages: int = 12) -> Scenario:
