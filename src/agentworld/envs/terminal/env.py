@@ -121,8 +121,6 @@ class TerminalEnv(Env):
         self._t0 = 0.0
         self._usage = None
         self._anchor = 0
-        self._ended: str | None = None
-        """Why the episode was truncated for good (its processes are already stopped)."""
 
     # -- episode -------------------------------------------------------------------
 
@@ -160,7 +158,6 @@ class TerminalEnv(Env):
                     raise
                 (self.sandbox.dir / "tmux.sock").unlink(missing_ok=True)  # a fresh server, once
         self.steps = 0
-        self._ended = None
         self._t0 = time.monotonic()
         self._usage = self.sandbox.usage()
 
@@ -168,8 +165,6 @@ class TerminalEnv(Env):
         if self.pane is None or self.sandbox is None:
             raise RuntimeError("call reset() before step()")
         self.steps += 1
-        if self._ended is not None:
-            return Step("", 0.0, False, True, {"truncated_reason": self._ended, "events": []})
         t0 = time.monotonic()
         try:
             batches = parse_action(action)
@@ -325,8 +320,8 @@ class TerminalEnv(Env):
         return step
 
     def _end(self, reason: str, obs: str, info: dict[str, Any], *, stop: bool = True) -> Step:
-        """End the episode for good; ``stop`` kills its processes (they cannot be recovered)."""
-        self._ended = reason
+        """End the episode for good (``Env`` refuses further steps until reset); ``stop``
+        kills its processes (they cannot be recovered)."""
         if stop and self.sandbox is not None and self.sandbox.cgroup is not None:
             self.sandbox.cgroup.kill_all()
         return Step(obs, 0.0, False, True, {**info, "truncated_reason": reason})
