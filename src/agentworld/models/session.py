@@ -14,7 +14,7 @@ from agentworld.bench.format import BenchSample
 from agentworld.jsonl import LineError, iter_json_lines
 from agentworld.models.base import GenerationConfig, Message, Prediction
 from agentworld.models.runner import WorldModel
-from agentworld.prompts import build_messages, build_system_prompt, trajectory_system_prompt
+from agentworld.prompts import build_system_prompt, chat_messages, record_response, trajectory_system_prompt
 from agentworld.trajectory import Provenance, Trajectory, Turn
 
 
@@ -32,6 +32,9 @@ class Start:
     action: str | None = None
     """The action to answer, when the file names one (a benchmark sample's current action)."""
     source_id: str | None = None
+    stored: list[tuple[str, str]] | None = None
+    """The history exactly as a benchmark record stores it (markers kept), replayed
+    verbatim; None: ``history`` is replayed in the record form."""
 
 
 def load_history(path: str | Path, *, record_id: str | None = None, turn: int | None = None) -> Start:
@@ -52,7 +55,7 @@ def load_history(path: str | Path, *, record_id: str | None = None, turn: int | 
         try:
             if "system_str" in obj:
                 s = BenchSample.model_validate(obj)
-                return Start(s.domain, s.system_str, s.history(), s.action, str(s.id))
+                return Start(s.domain, s.system_str, s.history(), s.turn_prompt, str(s.id), s.stored_history())
             traj = Trajectory.model_validate(obj)
         except ValueError as exc:
             raise HistoryError(f"{path}:{lineno}: {exc}") from None
@@ -67,6 +70,10 @@ def load_history(path: str | Path, *, record_id: str | None = None, turn: int | 
     raise HistoryError(f"{path}: no {which}")
 
 
+def as_shown(history: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(a, record_response(o)) for a, o in history]
+
+
 def fresh_start(domain: str, task: str = "", initial_state: str | None = None) -> Start:
     return Start(domain, build_system_prompt(domain, task_description=task, initial_state=initial_state))
 
@@ -79,19 +86,26 @@ class Session:
         self.start = start
         self.config = config
         self.history: list[tuple[str, str]] = list(start.history)
+        # What the model is shown for each turn of ``history``: a record's stored text, or
+        # an observation in the record form (kept in step with ``history``).
+        self._shown = list(start.stored) if start.stored is not None else as_shown(start.history)
 
     def messages(self, action: str) -> list[Message]:
-        return build_messages(self.start.system, self.history, action)
+        return chat_messages(self.start.system, self._shown, action)
 
     async def step(self, action: str) -> Prediction:
         """Predict the observation for ``action``; a valid one joins the history."""
         [pred, *_] = await self.wm.predict(self.messages(action), self.config)
         if pred.ok and pred.observation is not None:
             self.history.append((action, pred.observation))
+            self._shown += as_shown([(action, pred.observation)])
         return pred
 
     def undo(self) -> tuple[str, str] | None:
-        return self.history.pop() if len(self.history) > len(self.start.history) else None
+        if len(self.history) <= len(self.start.history):
+            return None
+        self._shown.pop()
+        return self.history.pop()
 
     def to_trajectory(self, traj_id: str = "session") -> Trajectory:
         return Trajectory(
