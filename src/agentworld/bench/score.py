@@ -124,7 +124,8 @@ def _block(records: list[JudgedRecord], prices: Prices) -> Block:
         valid=len(totals),
         failed=failed,
         invalid_predictions=sum(r.observation is None for r in records),
-        statuses=status_counts(r.prediction_status for r in records),
+        # Verdicts written before statuses were stored: an observation means a closed block.
+        statuses=status_counts(r.prediction_status or ("complete" if r.observation is not None else "missing") for r in records),
         prediction_tokens=sum(r.prediction_prompt_tokens + r.prediction_completion_tokens for r in records) / n,
         judge_tokens=sum(r.judgement.prompt_tokens + r.judgement.completion_tokens for r in records) / n,
         cost=sum(costs) / n if costs else None,
