@@ -242,3 +242,16 @@ def test_bench_judge_cli_judge_prompts(tmp_path, awbench_dir):
                         env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     assert "judge system prompts from" in res.output and "built-in judge prompt is used" in res.output
+
+
+def test_a_marker_left_inside_a_prediction_is_not_environment_output(awbench_dir):
+    from agentworld.judge.rules import RuleScorer
+
+    s = next(x for x in load_bench_dir(awbench_dir).samples if x.id == 9001)
+    raw = f"{M}{s.ground_truth}\n{M}{s.ground_truth}"
+    from agentworld.parsing import parse_prediction
+
+    p = parse_prediction(raw)
+    assert p.status is Status.untagged and p.observation.startswith("root@box") and MARKER in p.observation
+    j = RuleScorer().score_sync(s, Prediction(text=raw, observation=p.observation, status=p.status))
+    assert j.scores["realism"] < 5 and MARKER in j.details["meta_text"][0]
