@@ -25,6 +25,8 @@ def test_convert_then_stats(tmp_path):
     assert f"{src}:3" in res.output  # the bad line is named, the rest converted
     rows = [json.loads(l) for l in (tmp_path / "bench" / "terminal_test.jsonl").read_text().splitlines()]
     assert len(rows) == 3 * 5
+    # Records we write store responses as the published set does.
+    assert all(r.startswith("**Environment Observation:**\n") for row in rows for r in row["response"])
     assert (tmp_path / "bench" / "mcp_test.jsonl").exists()
     res = runner.invoke(app, ["data", "stats", str(tmp_path / "bench")], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output

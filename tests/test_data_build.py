@@ -21,7 +21,7 @@ from agentworld.data.sft import build_sft
 from agentworld.judge import RuleScorer
 from agentworld.models import WorldModel, load_backend
 from agentworld.models.tiny import build_tiny_checkpoint
-from agentworld.prompts import format_observation, trajectory_system_prompt
+from agentworld.prompts import record_response, trajectory_system_prompt
 from agentworld.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
 
 ROOT = Path(__file__).parents[1]
@@ -145,7 +145,8 @@ def test_cpt_loss_mask_token_by_token(tmp_path: Path, data_dir: Path, inputs: li
             runs[-1] = (runs[-1][0], i + 1)
     assert len(runs) == len(kept) and kept
     for (a, b), turn_idx in zip(runs, kept):
-        expected = format_observation(traj.turns[turn_idx - 1].observation) + "<|im_end|>\n"
+        # CPT turns are in the stored record form, as inference prompts replay history.
+        expected = record_response(traj.turns[turn_idx - 1].observation) + "<|im_end|>\n"
         assert tok.decode(ids[a:b]) == expected
         assert tok.decode(ids[:a]).endswith("<|im_start|>assistant\n")
 

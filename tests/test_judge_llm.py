@@ -31,11 +31,12 @@ REPLIES = {
     "valid": (verdict([5, 4, 5, 3, 4]), [5, 4, 5, 3, 4]),
     "repairable": ("<final_evaluation>\n```json\n{'scores': {'format': 2, 'factuality': 3, 'consistency': 4, "
                    "'realism': 2, 'quality': 1,},}\n```\n</final_evaluation>", [2, 3, 4, 2, 1]),
-    "partly_invalid": (verdict([4, 9, "x", 4, 4]), [4, 0, 0, 4, 4]),
+    "partly_invalid": (verdict([4, 9, "x", 4, 4]), [4, 5, 0, 4, 4]),
     "no_block": ("I think this prediction deserves a 5 overall.", None),
     "broken_json": ("<final_evaluation>{scores: format=5 factuality=4</final_evaluation>", None),
     "truncated": ("<final_evaluation>\n{\"scores\": {\"format\": 5,", None),
-    "out_of_range": (verdict([0, 7, 6, -1, 10]), None),
+    "out_of_range": (verdict([0, 7, 6, -1, 10]), [1, 5, 5, 1, 5]),
+    "no_json": ("Every dimension deserves a 5.", None),
 }
 
 

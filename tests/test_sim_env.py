@@ -156,7 +156,7 @@ def test_strict_replay_reproduces_an_episode(tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_tiny_hf_model_sessions_fail_loudly_not_silently(tmp_path: Path):
+def test_tiny_hf_model_untagged_answers_are_used_and_flagged(tmp_path: Path):
     from agentworld.models import GenerationConfig
     from agentworld.models.tiny import build_tiny_checkpoint
 
@@ -165,6 +165,27 @@ def test_tiny_hf_model_sessions_fail_loudly_not_silently(tmp_path: Path):
     env = _terminal_env(wm)
     env.reset()
     step = env.step(ks("ls\n"))
-    # Random weights never close a <predicted_observation> block: truncated, with the reason.
-    assert step.truncated and step.observation == FAILED and step.info["error"]
+    # Random weights write no <predicted_observation> block: the text is used, as
+    # evaluation scores it, and the step says it was untagged.
+    assert not step.truncated and step.observation.strip() and step.info["prediction_status"] == "untagged"
+    assert env.record().turns[0].metadata.get("error") is None
+
+
+def test_cut_off_answers_fail_loudly_not_silently():
+    from agentworld.models.base import Backend, Completion
+
+    class CutOff(Backend):
+        """A model that always runs out of tokens inside its observation block."""
+
+        name = "cutoff"
+        model_id = "cutoff"
+
+        async def complete(self, messages, config):
+            return [Completion(text="<think>ok</think><predicted_observation>\nroot@sandbox:/work", finish_reason="length")]
+
+    env = _terminal_env(WorldModel(CutOff()))
+    env.reset()
+    step = env.step(ks("ls\n"))
+    assert step.truncated and step.observation == FAILED and "truncated" in step.info["error"]
+    assert step.info["prediction_status"] == "truncated"
     assert env.record().turns[0].metadata["error"] == step.info["error"]

@@ -83,7 +83,8 @@ def test_samples_match_trajectory_messages():
     samples = list(trajectories_to_samples([t], policy="all"))
     for s in samples:
         assert sample_messages(s) == trajectory_messages(t, s.turn_idx)
-        assert s.ground_truth == t.turns[s.turn_idx - 1].observation
+        assert s.response[s.turn_idx - 1] == "**Environment Observation:**\n" + t.turns[s.turn_idx - 1].observation
+        assert s.ground_truth == t.turns[s.turn_idx - 1].observation.strip()
         assert s.prompt[-1] == s.current_prompt
 
 
@@ -92,7 +93,7 @@ def test_messages_layout_and_system_prompt_parts():
     msgs = trajectory_messages(t, 3)
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert msgs[-1]["content"] == t.turns[2].action
-    assert "<predicted_observation>\n$ echo 1\n1\n$ \n</predicted_observation>" == msgs[2]["content"]
+    assert "**Environment Observation:**\n$ echo 1\n1\n$ " == msgs[2]["content"]
     system = msgs[0]["content"]
     assert "Count the lines of notes.txt" in system and "Debian 12" in system
     assert "<predicted_observation>" in system and "terminal" in system

@@ -3,8 +3,14 @@
 The system prompt is our own wording around the five parts of the simulation context
 (task description, action space, initial state, demonstrations, simulation
 instruction) and the output contract. A benchmark sample that carries its own
-``system_str`` is used verbatim. Every change to the wording bumps
-``PROMPT_VERSION`` so cached responses from older prompts are never reused.
+``system_str`` is used verbatim. Every change to the wording or to how messages are
+assembled bumps ``PROMPT_VERSION`` so cached responses from older prompts are never
+reused.
+
+Messages follow the published evaluation (SPEC section 3): earlier observations are
+replayed as records store them (a ``**Environment Observation:**`` line, then the
+text), never re-wrapped; the model answers under the output contract (optional
+``<think>``, then the ``<predicted_observation>`` block).
 """
 
 from __future__ import annotations
@@ -19,9 +25,12 @@ if TYPE_CHECKING:
     from agentworld.bench.format import BenchSample
     from agentworld.trajectory import Trajectory
 
-PROMPT_VERSION = "aw-prompt-1"
+# 2: history replayed as stored records (marker line, no tags), no empty system message.
+PROMPT_VERSION = "aw-prompt-2"
 OBS_OPEN, OBS_CLOSE = "<predicted_observation>", "</predicted_observation>"
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+MARKER = "**Environment Observation:**"
+"""The line published AgentWorldBench responses start with; stripped before judging."""
 
 Message = dict[str, str]
 
@@ -112,37 +121,61 @@ def trajectory_system_prompt(traj: Trajectory, *, variant: int = 0) -> str:
 
 
 def format_observation(observation: str, reasoning: str | None = None) -> str:
-    """The assistant text for an observation under the output contract."""
+    """The assistant text for an observation under the output contract: what a world
+    model answers, and the target of the current turn in SFT and RL data."""
     think = f"{THINK_OPEN}\n{reasoning.strip()}\n{THINK_CLOSE}\n" if reasoning else ""
     return f"{think}{OBS_OPEN}\n{observation}\n{OBS_CLOSE}"
+
+
+def record_response(observation: str) -> str:
+    """An observation as AgentWorldBench records store it: the marker line, then the text.
+
+    Already-marked text is returned unchanged, so re-encoding a file twice is harmless.
+    """
+    if observation.lstrip().startswith(MARKER):
+        return observation
+    return f"{MARKER}\n{observation}"
+
+
+def chat_messages(system: str, history: Sequence[tuple[str, str]], action: str) -> list[Message]:
+    """The published construction, the one place messages are assembled.
+
+    A system message only when ``system`` is non-empty (verbatim), then each earlier
+    turn as user = action, assistant = response, both verbatim, then the action to
+    answer. Callers pass responses in their stored form (marker included).
+    """
+    messages: list[Message] = [{"role": "system", "content": system}] if system else []
+    for act, resp in history:
+        messages.append({"role": "user", "content": act})
+        messages.append({"role": "assistant", "content": resp})
+    messages.append({"role": "user", "content": action})
+    return messages
 
 
 def build_messages(
     system: str, history: Sequence[tuple[str, str]], action: str
 ) -> list[Message]:
-    """System, earlier turns as user/assistant pairs, then the action to answer.
+    """Messages from plain observations (trajectories, live sessions, the simulator).
 
-    Earlier observations are replayed in the same tagged form the model must answer in,
-    so the context never teaches a different format from the contract.
+    Each earlier observation is replayed in the stored record form (marker line, then
+    the text), so a model sees the same context whether its history comes from a
+    benchmark record, a trajectory or its own earlier answers.
     """
-    messages: list[Message] = [{"role": "system", "content": system}]
-    for act, obs in history:
-        messages.append({"role": "user", "content": act})
-        messages.append({"role": "assistant", "content": format_observation(obs)})
-    messages.append({"role": "user", "content": action})
-    return messages
+    return chat_messages(system, [(a, record_response(o)) for a, o in history], action)
 
 
 def sample_messages(sample: BenchSample) -> list[Message]:
-    """Messages for a benchmark sample; its ``system_str`` is used verbatim."""
-    return build_messages(sample.system_str, sample.history(), sample.action)
+    """Messages for a benchmark record, exactly as the published evaluation sends them:
+    ``prompt[i]``/``response[i]`` verbatim for i < turn_idx - 1, then
+    ``prompt[turn_idx - 1]``; ``system_str`` only when non-empty."""
+    return chat_messages(sample.system_str, sample.stored_history(), sample.turn_prompt)
 
 
 def trajectory_messages(traj: Trajectory, turn_idx: int, *, variant: int = 0) -> list[Message]:
-    """Messages that ask for the observation of turn ``turn_idx`` (1-based)."""
+    """Messages that ask for the observation of turn ``turn_idx`` (1-based): the same as
+    those of the benchmark record that evaluates that turn."""
+    from agentworld.bench.select import make_sample
+
     if not 1 <= turn_idx <= len(traj.turns):
         raise IndexError(f"turn_idx {turn_idx} out of range 1..{len(traj.turns)}")
-    history = [(t.action, t.observation) for t in traj.turns[: turn_idx - 1]]
-    return build_messages(
-        trajectory_system_prompt(traj, variant=variant), history, traj.turns[turn_idx - 1].action
-    )
+    return sample_messages(make_sample(traj, turn_idx, system_str=trajectory_system_prompt(traj, variant=variant)))

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from agentworld.domains import DOMAINS, domain_of_task
 from agentworld.jsonl import LineError, read_jsonl, write_jsonl
+from agentworld.parsing import clean_observation
 
 SUFFIX = "_test.jsonl"
 
@@ -75,12 +76,27 @@ class BenchSample(BaseModel):
 
     @property
     def ground_truth(self) -> str:
-        return as_text(self.response[self.turn_idx - 1])
+        """The real observation as judged: the stored response without its leading
+        ``**Environment Observation:**`` marker (stripped like the prediction's)."""
+        return clean_observation(as_text(self.response[self.turn_idx - 1]))
 
     def history(self) -> list[tuple[str, str]]:
-        """(action, observation) pairs of the turns before the evaluated one."""
+        """(action, observation) pairs of the turns before the evaluated one, markers
+        removed (the chat messages use the stored text verbatim instead)."""
         k = self.turn_idx - 1
-        return [(as_text(a), as_text(o)) for a, o in zip(self.prompt[:k], self.response[:k])]
+        return [(as_text(a), clean_observation(as_text(o))) for a, o in zip(self.prompt[:k], self.response[:k])]
+
+    def stored_history(self) -> list[tuple[str, str]]:
+        """(prompt, response) pairs of the turns before the evaluated one exactly as
+        stored, markers kept: what the world model is shown."""
+        k = self.turn_idx - 1
+        return [(as_text(a), as_text(r)) for a, r in zip(self.prompt[:k], self.response[:k])]
+
+    @property
+    def turn_prompt(self) -> str:
+        """``prompt[turn_idx - 1]``: the last user message the world model answers (the
+        published script sends this, not ``current_prompt``; they normally agree)."""
+        return as_text(self.prompt[self.turn_idx - 1])
 
     def to_record(self) -> dict[str, Any]:
         """The JSON record, with the key order it was read with (new keys last)."""
@@ -141,3 +157,37 @@ def write_bench_dir(directory: str | Path, samples: Iterable[BenchSample]) -> di
     for domain in sorted(groups, key=lambda d: DOMAINS.index(d)):
         counts[domain] = write_jsonl(Path(directory) / f"{domain}{SUFFIX}", groups[domain])
     return counts
+
+
+def mark_responses(sample: BenchSample) -> BenchSample:
+    """``sample`` with every text response in the published stored form (the
+    ``**Environment Observation:**`` line, then the observation); already-marked and
+    structured (non-text) responses are left as they are, so this is idempotent."""
+    from agentworld.prompts import record_response
+
+    marked = [record_response(r) if isinstance(r, str) else r for r in sample.response]
+    return sample if marked == sample.response else sample.model_copy(update={"response": marked})
+
+
+@dataclass
+class Reencoded:
+    path: Path
+    records: int
+    changed: int
+
+
+def reencode_bench_dir(directory: str | Path, out_dir: str | Path | None = None) -> list[Reencoded]:
+    """Rewrite every ``<domain>_test.jsonl`` under ``directory`` (into ``out_dir``, or in
+    place) with marked responses; ids, order, key order and extra keys are kept. A file
+    with a bad line is refused whole (:class:`~agentworld.jsonl.JsonlError`), never
+    rewritten without it."""
+    target = Path(out_dir) if out_dir is not None else Path(directory)
+    done = []
+    for path in bench_files(directory):
+        samples = read_jsonl(path, BenchSample, strict=True).items
+        marked = [mark_responses(s) for s in samples]
+        changed = sum(m is not s for m, s in zip(marked, samples))
+        if changed or target != Path(directory):
+            write_jsonl(target / path.name, marked)
+        done.append(Reencoded(target / path.name, len(marked), changed))
+    return done

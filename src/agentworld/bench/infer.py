@@ -106,6 +106,8 @@ class InferProgress:
     skipped: int = 0
     failures: int = 0
     invalid: int = 0
+    untagged: int = 0
+    """Answers without the observation block: scored as published, counted apart."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     started: float = 0.0
@@ -163,6 +165,7 @@ async def run_infer(
                 )
                 progress.failures += p.error is not None
                 progress.invalid += p.error is None and not p.ok
+                progress.untagged += p.ok and p.status == "untagged"
                 progress.prompt_tokens += p.prompt_tokens or 0
                 progress.completion_tokens += p.completion_tokens or 0
             progress.done += 1

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from agentworld.bench.judging import JudgedRecord
 from agentworld.domains import DOMAINS
 from agentworld.judge.base import DIMENSIONS
+from agentworld.parsing import status_counts
 
 PROXY_NOTE = (
     "Scores from the `rules` judge are deterministic proxies (structure, exact match of "
@@ -54,6 +55,8 @@ class Block(BaseModel):
     failed: int = 0
     invalid_predictions: int = 0
     """Predictions that were truncated, missing or failed calls (scored, not dropped)."""
+    statuses: dict[str, int] = Field(default_factory=dict)
+    """Predictions per parse status (complete, untagged, truncated, missing)."""
     prediction_tokens: float = 0.0
     judge_tokens: float = 0.0
     cost: float | None = None
@@ -121,6 +124,8 @@ def _block(records: list[JudgedRecord], prices: Prices) -> Block:
         valid=len(totals),
         failed=failed,
         invalid_predictions=sum(r.observation is None for r in records),
+        # Verdicts written before statuses were stored: an observation means a closed block.
+        statuses=status_counts(r.prediction_status or ("complete" if r.observation is not None else "missing") for r in records),
         prediction_tokens=sum(r.prediction_prompt_tokens + r.prediction_completion_tokens for r in records) / n,
         judge_tokens=sum(r.judgement.prompt_tokens + r.judgement.completion_tokens for r in records) / n,
         cost=sum(costs) / n if costs else None,

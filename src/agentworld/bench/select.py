@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from enum import StrEnum
 
 from agentworld.bench.format import BenchSample
-from agentworld.prompts import trajectory_system_prompt
+from agentworld.prompts import record_response, trajectory_system_prompt
 from agentworld.seeding import keyed_rng, unit_hash
 from agentworld.trajectory import Trajectory
 
@@ -48,13 +48,14 @@ def select_turns(traj: Trajectory, policy: TurnPolicy | str, seed: int = 0) -> l
 
 
 def make_sample(traj: Trajectory, turn_idx: int, *, system_str: str | None = None) -> BenchSample:
-    """The benchmark record that evaluates turn ``turn_idx`` of ``traj``."""
+    """The benchmark record that evaluates turn ``turn_idx`` of ``traj``; responses are
+    stored as the published set stores them (marker line, then the observation)."""
     turns = traj.turns[:turn_idx]
     return BenchSample(
         task=traj.domain,
         id=f"{traj.id}:{turn_idx}",
         prompt=[t.action for t in turns],
-        response=[t.observation for t in turns],
+        response=[record_response(t.observation) for t in turns],
         current_prompt=turns[-1].action,
         system_str=system_str if system_str is not None else trajectory_system_prompt(traj),
         turn_idx=turn_idx,

@@ -123,7 +123,7 @@ def infer(
             raise fail(str(exc), "each world model writes its own predictions file") from None
     out.print(
         f"{out_path}: {result.done} samples predicted, {result.skipped} already there; "
-        f"{result.failures} failed calls, {result.invalid} truncated or missing answers; "
+        f"{result.failures} failed calls, {result.invalid} truncated or missing answers, {result.untagged} untagged (scored); "
         f"{result.prompt_tokens:,} prompt + {result.completion_tokens:,} completion tokens"
     )
 
@@ -139,6 +139,7 @@ def judge(
     cache: Annotated[Path | None, typer.Option(help="Response cache for LLM judges.")] = None,
     rejudge: Annotated[bool, typer.Option(help="Judge again where a verdict exists.")] = False,
     retry_failed: Annotated[bool, typer.Option(help="Judge again where a verdict failed.")] = False,
+    judge_prompts: Annotated[Path | None, typer.Option("--judge-prompts", help="Folder of DOMAIN/judge_system_prompt.txt files (the published release's layout) used as LLM judges' system prompts.")] = None,
 ) -> None:
     """Judge stored predictions with the rule scorer and/or LLM judges (resumable)."""
     from agentworld.bench.format import load_bench_dir
@@ -157,6 +158,7 @@ def judge(
     except FileNotFoundError as exc:
         raise fail(str(exc)) from None
     out_path = out_path or predictions.with_suffix(".judged.jsonl")
+    prompts = _judge_prompts(judge_prompts) if judge_prompts else None
     scorers: list[Any] = []
     for spec in judges or ["rules"]:
         name, options = judge_spec(spec)
@@ -164,7 +166,7 @@ def judge(
             scorers.append(RuleScorer())
             continue
         wm = WorldModel(build_backend(name, options), cache=ResponseCache(cache) if cache else None, concurrency=concurrency)
-        scorers.append(LLMJudge(wm, retries=retries))
+        scorers.append(LLMJudge(wm, retries=retries, prompts=prompts))
     with progress(TextColumn("{task.fields[stats]}")) as bar:
         task = bar.add_task("judge", total=None, stats="")
 
@@ -186,6 +188,19 @@ def judge(
     if result.missing_samples:
         console.print(f"[yellow]{result.missing_samples} predictions have no sample in {bench}; not judged[/]")
     out.print(f"{out_path}: {result.done} verdicts, {result.skipped} already there, {result.failed} failed")
+
+
+def _judge_prompts(folder: Path):
+    from agentworld.judge.prompt import JUDGE_PROMPT_FILE, load_judge_prompts
+
+    try:
+        prompts = load_judge_prompts(folder)
+    except (FileNotFoundError, ValueError) as exc:
+        raise fail(str(exc), f"give a folder with <domain>/{JUDGE_PROMPT_FILE} files") from None
+    console.print(f"judge system prompts from {folder}: {', '.join(sorted(prompts.texts))}")
+    if prompts.missing:
+        console.print(f"[yellow]no {JUDGE_PROMPT_FILE} for {', '.join(prompts.missing)}: the built-in judge prompt is used there[/]")
+    return prompts
 
 
 def _price(pairs: list[str] | None) -> dict[str, tuple[float, float]]:

@@ -11,7 +11,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from agentworld.bench.format import load_bench_dir, write_bench_dir
+from agentworld.bench.format import load_bench_dir, reencode_bench_dir, write_bench_dir
 from agentworld.bench.select import TurnPolicy, trajectories_to_samples
 from agentworld.cli._common import console, fail, out, progress, report_line_errors
 from agentworld.jsonl import JsonlError
@@ -51,6 +51,27 @@ def convert(
     counts = write_bench_dir(out_dir, samples)
     for domain, n in counts.items():
         out.print(f"{out_dir / f'{domain}_test.jsonl'}: {n} samples")
+
+
+@app.command()
+def reencode(
+    bench_dir: Annotated[Path, typer.Argument(help="Directory of <domain>_test.jsonl files.")],
+    out_dir: Annotated[Path | None, typer.Option("--out", "-o", help="Write here instead of in place.")] = None,
+) -> None:
+    """Store responses as the published set does (an **Environment Observation:** line first).
+
+    Ids, order, key order and extra keys are kept; running it again changes nothing.
+    """
+    try:
+        done = reencode_bench_dir(bench_dir, out_dir)
+    except FileNotFoundError as exc:
+        raise fail(str(exc)) from None
+    except JsonlError as exc:
+        raise fail(str(exc), "fix the lines above and run it again (files already done are left as they are)") from None
+    if not done:
+        raise fail(f"no *_test.jsonl files in {bench_dir}")
+    for r in done:
+        out.print(f"{r.path}: {r.records} records, {r.changed} re-encoded")
 
 
 def _tokens(text: str) -> int:

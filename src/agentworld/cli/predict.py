@@ -66,6 +66,8 @@ def _show(pred: Any, show_reasoning: bool) -> None:
     if show_reasoning and pred.reasoning:
         console.print(Panel(pred.reasoning, title="reasoning", border_style="dim"))
     if pred.ok:
+        if pred.status.value == "untagged":
+            console.print("[yellow]untagged answer[/] (no <predicted_observation> block; the text is used, as evaluation scores it)")
         out.print(pred.observation, markup=False, highlight=False)
     else:
         console.print(f"[yellow]{pred.status.value} answer[/] (no closed <predicted_observation> block); raw text:")

@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from agentworld.prompts import Message, build_messages, format_observation
+from agentworld.prompts import Message, build_messages, record_response
 from agentworld.trajectory import Trajectory
 
 
@@ -35,15 +35,19 @@ class TokenizedChat:
 
 
 def trajectory_chat(traj: Trajectory, system: str) -> list[Message]:
-    """Non-thinking serialization: system, then user = action, assistant = observation.
+    """Non-thinking serialization (CPT): system, then user = action, assistant =
+    observation for every turn.
 
-    Observations are written in the output contract's tagged form, exactly as the
-    history of an inference prompt replays them.
+    Every observation is in the stored record form (``**Environment Observation:**``
+    line, then the text), exactly as the history of an inference prompt replays it:
+    each CPT turn is the context of the next one, so they must look alike. The
+    contract's tagged form (optional ``<think>``, then the observation block) is the
+    target of single-turn SFT and RL samples, whose history is in record form too.
     """
     history = [(t.action, t.observation) for t in traj.turns[:-1]]
     last = traj.turns[-1]
     messages = build_messages(system, history, last.action)
-    messages.append({"role": "assistant", "content": format_observation(last.observation)})
+    messages.append({"role": "assistant", "content": record_response(last.observation)})
     return messages
 
 

@@ -1,8 +1,10 @@
 """What every scorer returns, and the contract scorers implement.
 
 A :class:`Judgement` holds integer scores 1-5 for the five dimensions of SPEC section 4;
-0 marks a dimension the judge did not score validly (missing, out of range, not a
-number). A sample's total is the mean of its valid (>0) dimensions; a judgement with no
+0 marks a dimension the judge did not score validly (missing, not a number). An LLM
+judge's raw scores are read leniently first (:func:`agentworld.parsing.parse_score`:
+``"4/5"``, numeric strings, clamped to [1, 5], fractions rounded half to even); the
+check here is the strict one stored verdicts are loaded with. A sample's total is the mean of its valid (>0) dimensions; a judgement with no
 valid dimension, or whose judge failed, is not ``ok`` and is counted as a failure by the
 score step, never dropped.
 """

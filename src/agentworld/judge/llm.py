@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentworld.judge.base import DIMENSIONS, Judgement
-from agentworld.judge.prompt import JUDGE_PROMPT_VERSION, judge_messages
+from agentworld.judge.prompt import JUDGE_PROMPT_VERSION, JudgePrompts, judge_messages
 from agentworld.models.base import Backend, GenerationConfig
 from agentworld.models.runner import WorldModel
-from agentworld.parsing import parse_judgement
+from agentworld.parsing import parse_judgement, verdict_scores
 
 if TYPE_CHECKING:
     from agentworld.bench.format import BenchSample
@@ -30,18 +30,16 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def judgement_from_data(judge: str, data: dict[str, Any], raw: str) -> Judgement:
-    """A judgement from the parsed ``<final_evaluation>`` object (scores nested or flat)."""
-    scores = data.get("scores") if isinstance(data.get("scores"), dict) else data
-    lowered = {str(k).strip().lower(): v for k, v in scores.items()}
+def judgement_from_data(judge: str, data: dict[str, Any], raw: str, *, prompt_version: str = JUDGE_PROMPT_VERSION) -> Judgement:
+    """A judgement from the parsed verdict object (scores nested or flat, read leniently)."""
     return Judgement(
         judge=judge,
-        scores={d: lowered.get(d, 0) for d in DIMENSIONS},
+        scores=verdict_scores(data, DIMENSIONS),
         strengths=_text(data.get("strengths")),
         weaknesses=_text(data.get("weaknesses")),
         content_type=_text(data.get("content_type")) or None,
         raw=raw,
-        details={"prompt_version": JUDGE_PROMPT_VERSION},
+        details={"prompt_version": prompt_version},
     )
 
 
@@ -57,6 +55,7 @@ class LLMJudge:
         config: GenerationConfig | None = None,
         retry_temperature: float = 0.7,
         history_turns: int = 8,
+        prompts: JudgePrompts | None = None,
     ):
         self.wm = model if isinstance(model, WorldModel) else WorldModel(model)
         self.name = name or f"{self.wm.backend.name}:{self.wm.model_id}"
@@ -64,6 +63,8 @@ class LLMJudge:
         self.config = JUDGE_DEFAULTS.merged(config)
         self.retry_temperature = retry_temperature
         self.history_turns = history_turns
+        self.prompts = prompts
+        """Per-domain system prompts from ``--judge-prompts`` (None: the built-in ones)."""
 
     async def score(self, sample: BenchSample, prediction: Prediction) -> Judgement:
         if not prediction.ok or prediction.observation is None:
@@ -75,7 +76,9 @@ class LLMJudge:
                 weaknesses=f"no valid observation ({prediction.error or prediction.status})",
                 details={"reason": "no valid observation"},
             )
-        messages = judge_messages(sample, prediction.observation, history_turns=self.history_turns)
+        system = self.prompts.system(sample.domain) if self.prompts else None
+        version = self.prompts.version(sample.domain) if self.prompts else JUDGE_PROMPT_VERSION
+        messages = judge_messages(sample, prediction.observation, history_turns=self.history_turns, system_prompt=system)
         errors: list[str] = []
         prompt_tokens = completion_tokens = 0
         raw = ""
@@ -94,7 +97,7 @@ class LLMJudge:
             if not parsed.ok or parsed.data is None:
                 errors.append(parsed.error or "unparsable verdict")
                 continue
-            j = judgement_from_data(self.name, parsed.data, raw)
+            j = judgement_from_data(self.name, parsed.data, raw, prompt_version=version)
             if j.total is None:
                 errors.append("no valid score in the verdict")
                 continue
@@ -106,7 +109,7 @@ class LLMJudge:
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             attempts=self.retries + 1,
-            details={"prompt_version": JUDGE_PROMPT_VERSION},
+            details={"prompt_version": version},
         )
 
     async def aclose(self) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agentworld.data.filters import ERROR_PATTERNS
-from agentworld.parsing import parse_prediction
+from agentworld.parsing import Status, parse_prediction
 from agentworld.tool_calls import read_tool_call
 from agentworld.trajectory import Trajectory
 
@@ -81,9 +81,10 @@ def verify_all(specs: list[VerifierSpec], observation: str | None) -> bool:
 
 
 def rule_reward(specs: list[VerifierSpec], raw_output: str) -> float:
-    """25 when the parsed observation passes every spec, else 0."""
+    """25 when the parsed observation passes every spec, else 0 (a closed observation
+    block is required, as for the rubric reward)."""
     parsed = parse_prediction(raw_output)
-    return RULE_REWARD_MAX if parsed.ok and verify_all(specs, parsed.observation) else 0.0
+    return RULE_REWARD_MAX if parsed.status is Status.complete and verify_all(specs, parsed.observation) else 0.0
 
 
 # -- derivation -------------------------------------------------------------------

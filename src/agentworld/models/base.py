@@ -82,7 +82,9 @@ class Prediction(BaseModel):
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.status is Status.complete
+        """A scored answer: the call succeeded and the output had a closed block or
+        untagged text (the published evaluation scores both; ``status`` tells which)."""
+        return self.error is None and self.status.usable and self.observation is not None
 
 
 class BackendError(RuntimeError):

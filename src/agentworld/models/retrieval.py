@@ -21,7 +21,7 @@ from agentworld.bench.format import SUFFIX, BenchSample, as_text
 from agentworld.domains import DOMAINS, get_domain
 from agentworld.jsonl import read_jsonl
 from agentworld.models.base import Backend, BackendError, Completion, GenerationConfig, Message
-from agentworld.parsing import parse_prediction
+from agentworld.parsing import parse_prediction, strip_marker
 from agentworld.prompts import format_observation
 from agentworld.trajectory import Trajectory
 
@@ -98,7 +98,7 @@ def load_turns(source: Path) -> dict[str, list[PastTurn]]:
     for path in _source_files(source):
         if path.name.endswith(SUFFIX):
             for s in read_jsonl(path, BenchSample).items:
-                pairs = [(as_text(a), as_text(o)) for a, o in zip(s.prompt, s.response)]
+                pairs = [(as_text(a), strip_marker(as_text(o))) for a, o in zip(s.prompt, s.response)]
                 _add(out, seen, s.domain, pairs, [None] * len(pairs))
         else:
             for traj in read_jsonl(path, Trajectory).items:

@@ -331,6 +331,9 @@ class SimEnv(Env):
             "cached": pred.cached,
             "latency_s": pred.latency_s,
             "error": error,
+            # untagged answers (no observation block) are used, as evaluation scores them;
+            # the status says so.
+            "prediction_status": pred.status.value,
         }
         return Step(observation, 1.0 if success else 0.0, success, truncated, info)
 

@@ -119,7 +119,9 @@ def load_start(path: str | Path, *, record_id: str | None = None, turn: int | No
             if "system_str" in obj:
                 s = BenchSample.model_validate(obj)
                 scenario = Scenario(id=str(s.id), domain=s.domain, system=s.system_str, max_turns=UNLIMITED_TURNS)
-                return Start(scenario, s.history(), s.action)
+                # The record's stored responses (markers kept) and prompt[turn_idx - 1]:
+                # the model sees exactly what the published evaluation sends.
+                return Start(scenario, s.stored_history(), s.turn_prompt)
             traj = Trajectory.model_validate(obj)
             scenario = Scenario.from_trajectory(traj, system=trajectory_system_prompt(traj), max_turns=UNLIMITED_TURNS)
         except ValueError as exc:

@@ -22,7 +22,7 @@ from agentworld.bench.format import BenchSample
 from agentworld.judge.base import SCORE_MAX, SCORE_MIN, Judgement, Scorer
 from agentworld.judge.verifiers import RULE_REWARD_MAX, VerifierSpec, rule_reward
 from agentworld.models.base import Prediction
-from agentworld.parsing import parse_prediction
+from agentworld.parsing import Status, parse_prediction
 
 RUBRIC_MIN, RUBRIC_MAX = 5.0, 25.0
 
@@ -40,9 +40,15 @@ def hybrid_reward(rubric: float, rule: float, *, rubric_weight: float = 0.9, rul
 
 
 def prediction_of(raw: str) -> Prediction:
-    """A completion as the judge sees it: the extracted observation, reasoning removed."""
+    """A completion as the judge sees it: the extracted observation, reasoning removed.
+
+    RL is stricter than evaluation: only a closed observation block earns a reward, so
+    the policy learns the output contract (and never gets credit for untagged text in
+    which its reasoning might leak to the judge).
+    """
     parsed = parse_prediction(raw)
-    return Prediction(text="", observation=parsed.observation, status=parsed.status)
+    tagged = parsed.status is Status.complete
+    return Prediction(text="", observation=parsed.observation if tagged else None, status=parsed.status if tagged else Status.missing)
 
 
 def completion_text(completion: Any) -> str:

@@ -32,6 +32,9 @@ META_PATTERNS = tuple(
         r"^\s*(here is|here's|sure[,!]|certainly[,!]|below is)\b",
         r"\bI (will|would|cannot|can't|have|am going to) (simulate|now|predict|provide|show)\b",
         r"</?(think|predicted_observation|final_evaluation)>",
+        # The record marker is stripped from the start before judging; one left inside
+        # the text (a model replaying turns) is not environment output.
+        r"\*\*Environment Observation:\*\*",
         r"^\s*```",
     )
 )
