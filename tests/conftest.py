@@ -1,3 +1,6 @@
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -17,3 +20,23 @@ def sandbox_tmp(tmp_path: Path) -> Path:
     for d in (tmp_path, *tmp_path.parents[:2]):
         d.chmod(0o711)
     return tmp_path
+
+
+@pytest.fixture
+def host_http_port() -> Iterator[int]:
+    """Port of an HTTP server on the host's loopback that sandboxes must not reach."""
+
+    class Hello(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *a: object) -> None:
+            pass
+
+    httpd = HTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield httpd.server_address[1]
+    finally:
+        httpd.shutdown()

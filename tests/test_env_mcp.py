@@ -7,8 +7,6 @@ import json
 import re
 import socket
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -137,22 +135,11 @@ def test_workspace_paths_are_the_same_in_every_episode(env: McpEnv) -> None:
     assert seen[0] == seen[1] and "/workspace/files" in seen[0]
 
 
-def test_sandbox_blocks_writes_outside_and_the_network(tmp_path: Path) -> None:
+def test_sandbox_blocks_writes_outside_and_the_network(tmp_path: Path, host_http_port: int) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     hand_over(ws)
-    # A host server the sandbox must not reach.
-    class Hello(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *a: object) -> None:
-            pass
-
-    httpd = HTTPServer(("127.0.0.1", 0), Hello)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    port = httpd.server_address[1]
+    port = host_http_port  # a host server the sandbox must not reach
     probe = (
         "import socket, sys\n"
         "open('/workspace/ok.txt', 'w').write('ok')\n"
@@ -162,12 +149,9 @@ def test_sandbox_blocks_writes_outside_and_the_network(tmp_path: Path) -> None:
     )
     outside = tmp_path / "outside.txt"
     spec = dataclasses.replace(server_spec("time"), argv=("python3", "-c", probe, str(outside), str(port)))
-    try:
-        res = subprocess.run(confined_argv(spec, ws), env=server_env(spec), capture_output=True, text=True, timeout=60)
-        # Sanity: the host itself reaches the server, so NONET below is the sandbox's doing.
-        socket.create_connection(("127.0.0.1", port), timeout=2).close()
-    finally:
-        httpd.shutdown()
+    res = subprocess.run(confined_argv(spec, ws), env=server_env(spec), capture_output=True, text=True, timeout=60)
+    # Sanity: the host itself reaches the server, so NONET below is the sandbox's doing.
+    socket.create_connection(("127.0.0.1", port), timeout=2).close()
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["NOWRITE", "NONET"]
     assert (ws / "ok.txt").read_text() == "ok" and not outside.exists()

@@ -15,9 +15,7 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -134,25 +132,6 @@ def host_markers() -> Iterator[list[str]]:
         tmp_dir.rmdir()
 
 
-@pytest.fixture(scope="module")
-def host_port() -> Iterator[int]:
-    """A server on the host's loopback that sandboxes must not reach."""
-    class Hello(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *a: object) -> None:
-            pass
-
-    httpd = HTTPServer(("127.0.0.1", 0), Hello)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield httpd.server_address[1]
-    finally:
-        httpd.shutdown()
-
-
 def _readonly_dirs(spec: ServerSpec) -> list[str]:
     dirs = ["/", "/etc", "/usr", "/usr/lib", "/usr/bin", "/root", "/dev", "/dev/shm", "/opt", "/proc", "/proc/sys/kernel"]
     if spec.npm_package:
@@ -183,11 +162,11 @@ def _probe(name: str, ws: Path, markers: list[str], port: int) -> dict:
 
 @pytest.mark.parametrize("name", SERVER_NAMES)
 def test_probe_in_each_server_sandbox_is_contained(name: str, tmp_path: Path, host_markers: list[str],
-                                                    host_port: int) -> None:
+                                                    host_http_port: int) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     hand_over(ws)
-    report = _probe(name, ws, host_markers, host_port)
+    report = _probe(name, ws, host_markers, host_http_port)
     assert report["uid"] == str(SERVER_UID)
     assert int(report["cap_eff"], 16) == 0 and int(report["cap_bnd"], 16) == 0
     assert report["seccomp"] == "2" and report["no_new_privs"] == "1"

@@ -19,21 +19,27 @@ class InputError(ValueError):
     """A simulator input file cannot be used; the message names the file (and line)."""
 
 
-def load_trajectory(path: str | Path, record_id: str | None = None) -> Trajectory:
-    """One trajectory from a JSONL file: ``record_id`` or the first valid one."""
+def _find_record(path: str | Path, record_id: str | None, kind: str) -> tuple[int, dict]:
+    """``(line number, object)`` of the record ``record_id`` (default: the first) in a
+    JSONL file; a missing file, a broken line or no such record is an :class:`InputError`."""
     path = Path(path)
     if not path.exists():
-        raise InputError(f"trajectory file not found: {path}")
+        raise InputError(f"{kind} file not found: {path}")
     for lineno, obj in iter_json_lines(path):
         if isinstance(obj, LineError):
             raise InputError(str(obj))
-        if not isinstance(obj, dict) or (record_id is not None and str(obj.get("id")) != record_id):
-            continue
-        try:
-            return Trajectory.model_validate(obj)
-        except ValueError as exc:
-            raise InputError(f"{path}:{lineno}: not a trajectory ({exc})") from None
-    raise InputError(f"{path}: no trajectory" + (f" with id {record_id!r}" if record_id else ""))
+        if isinstance(obj, dict) and (record_id is None or str(obj.get("id")) == record_id):
+            return lineno, obj
+    raise InputError(f"{path}: no {kind}" + (f" with id {record_id!r}" if record_id is not None else ""))
+
+
+def load_trajectory(path: str | Path, record_id: str | None = None) -> Trajectory:
+    """One trajectory from a JSONL file: ``record_id`` or the first valid one."""
+    lineno, obj = _find_record(path, record_id, "trajectory")
+    try:
+        return Trajectory.model_validate(obj)
+    except ValueError as exc:
+        raise InputError(f"{path}:{lineno}: not a trajectory ({exc})") from None
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -107,34 +113,25 @@ def load_start(path: str | Path, *, record_id: str | None = None, turn: int | No
     from agentworld.bench.format import BenchSample
     from agentworld.prompts import trajectory_system_prompt
 
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"history file not found: {path}")
-    for lineno, obj in iter_json_lines(path):
-        if isinstance(obj, LineError):
-            raise InputError(str(obj))
-        if not isinstance(obj, dict) or (record_id is not None and str(obj.get("id")) != record_id):
-            continue
-        try:
-            if "system_str" in obj:
-                s = BenchSample.model_validate(obj)
-                scenario = Scenario(id=str(s.id), domain=s.domain, system=s.system_str, max_turns=UNLIMITED_TURNS)
-                # The record's stored responses (markers kept) and prompt[turn_idx - 1]:
-                # the model sees exactly what the published evaluation sends.
-                return Start(scenario, s.stored_history(), s.turn_prompt)
-            traj = Trajectory.model_validate(obj)
-            scenario = Scenario.from_trajectory(traj, system=trajectory_system_prompt(traj), max_turns=UNLIMITED_TURNS)
-        except ValueError as exc:
-            raise InputError(f"{path}:{lineno}: {exc}") from None
-        turns = [(t.action, t.observation) for t in traj.turns]
-        action = None
-        if turn is not None:
-            if not 1 <= turn <= len(turns):
-                raise InputError(f"{path}:{lineno}: turn {turn} out of range 1..{len(turns)}")
-            turns, action = turns[: turn - 1], turns[turn - 1][0]
-        return Start(scenario, turns, action)
-    which = f"a record with id {record_id!r}" if record_id is not None else "any record"
-    raise InputError(f"{path}: no {which}")
+    lineno, obj = _find_record(path, record_id, "history record")
+    try:
+        if "system_str" in obj:
+            s = BenchSample.model_validate(obj)
+            scenario = Scenario(id=str(s.id), domain=s.domain, system=s.system_str, max_turns=UNLIMITED_TURNS)
+            # The record's stored responses (markers kept) and prompt[turn_idx - 1]:
+            # the model sees exactly what the published evaluation sends.
+            return Start(scenario, s.stored_history(), s.turn_prompt)
+        traj = Trajectory.model_validate(obj)
+        scenario = Scenario.from_trajectory(traj, system=trajectory_system_prompt(traj), max_turns=UNLIMITED_TURNS)
+    except ValueError as exc:
+        raise InputError(f"{path}:{lineno}: {exc}") from None
+    turns = [(t.action, t.observation) for t in traj.turns]
+    action = None
+    if turn is not None:
+        if not 1 <= turn <= len(turns):
+            raise InputError(f"{path}:{lineno}: turn {turn} out of range 1..{len(turns)}")
+        turns, action = turns[: turn - 1], turns[turn - 1][0]
+    return Start(scenario, turns, action)
 
 
 def fresh_start(domain: str, task: str = "") -> Start:
