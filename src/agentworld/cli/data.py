@@ -237,7 +237,7 @@ def build(
     output_dir: Annotated[str | None, typer.Option("--out", "-o", help="Output directory; replaces the config's output_dir.")] = None,
     restart: Annotated[bool, typer.Option(help="Discard the resume log in the output directory and start over.")] = False,
     set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE override of any config key, e.g. k=5 or backend_options.model=M (repeatable).")] = None,
-    pairs: Annotated[list[str] | None, typer.Argument(help="More KEY=VALUE overrides.", show_default=False)] = None,
+    pairs: Annotated[list[str] | None, typer.Argument(help="More KEY=VALUE overrides.", metavar="KEY=VALUE", show_default=False)] = None,
 ) -> None:
     """Build a CPT, SFT or RL dataset (Parquet) from trajectories; resumable.
 

@@ -23,7 +23,7 @@ SetOpt = Annotated[
 ]
 PairsArg = Annotated[
     list[str] | None,
-    typer.Argument(help="More KEY=VALUE overrides: any project or trainer argument (e.g. optim=adafactor).", show_default=False),
+    typer.Argument(help="More KEY=VALUE overrides: any project or trainer argument (e.g. optim=adafactor).", metavar="KEY=VALUE", show_default=False),
 ]
 
 
