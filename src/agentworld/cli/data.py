@@ -236,24 +236,28 @@ def build(
     inputs: Annotated[list[str] | None, typer.Option("--input", "-i", help="Trajectory file or folder (repeatable); replaces the config's inputs.")] = None,
     output_dir: Annotated[str | None, typer.Option("--out", "-o", help="Output directory; replaces the config's output_dir.")] = None,
     restart: Annotated[bool, typer.Option(help="Discard the resume log in the output directory and start over.")] = False,
+    set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE override of any config key, e.g. k=5 or backend_options.model=M (repeatable).")] = None,
+    pairs: Annotated[list[str] | None, typer.Argument(help="More KEY=VALUE overrides.", metavar="KEY=VALUE", show_default=False)] = None,
 ) -> None:
-    """Build a CPT, SFT or RL dataset (Parquet) from trajectories; resumable."""
-    from agentworld.data.config import BUILDERS, build_config, field_help, load_config
+    """Build a CPT, SFT or RL dataset (Parquet) from trajectories; resumable.
+
+    The resolved config is saved as config.json beside the dataset."""
+    from rich.markup import escape
+
+    from agentworld.config import ConfigError, parse_overrides
+    from agentworld.data.config import BUILDERS
     from agentworld.data.resume import ConfigChanged
     from agentworld.data.source import LeakageError
 
     cls = BUILDERS[kind.value]
-    overrides = {"inputs": inputs or None, "output_dir": output_dir}
+    flags = {"inputs": inputs or None, "output_dir": output_dir}
+    if config_file is not None and not config_file.exists():
+        raise fail(f"no such config file: {config_file}", f"start from configs/data/{kind.value}.yaml")
     try:
-        if config_file is not None:
-            if not config_file.exists():
-                raise fail(f"no such config file: {config_file}", f"start from configs/data/{kind.value}.yaml")
-            config = load_config(cls, config_file, overrides)
-        else:
-            config = build_config(cls, {k: v for k, v in overrides.items() if v is not None}, "command line")
-    except ValueError as exc:
-        keys = ", ".join(field_help(cls))
-        raise fail(str(exc), f"{kind.value} config keys: {keys}") from None
+        overrides = {**parse_overrides([*(set_ or []), *(pairs or [])]), **{k: v for k, v in flags.items() if v is not None}}
+        config = cls.from_yaml(config_file, overrides) if config_file is not None else cls.from_overrides(overrides)
+    except ConfigError as exc:
+        raise fail(escape(str(exc)), f"{kind.value} config keys: {', '.join(cls.field_help())}") from None
     if not config.inputs:
         raise fail("no input trajectories", "set inputs: in the config or pass --input FILE")
     builder = _builder(kind)

@@ -17,18 +17,34 @@ ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Checkpoint 
 OutOpt = Annotated[str | None, typer.Option("--out", "-o", help="Output folder; a rerun resumes from its last checkpoint.")]
 StepsOpt = Annotated[int | None, typer.Option("--max-steps", help="Stop after this many optimizer steps.")]
 LoraOpt = Annotated[bool | None, typer.Option("--lora/--no-lora", help="Train a LoRA adapter instead of all weights.")]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", "-s", help="KEY=VALUE override of any config key, e.g. warmup_steps=0.1 (repeatable)."),
+]
+PairsArg = Annotated[
+    list[str] | None,
+    typer.Argument(help="More KEY=VALUE overrides: any project or trainer argument (e.g. optim=adafactor).", metavar="KEY=VALUE", show_default=False),
+]
 
 
-def _run(kind: str, config_file: Path | None, overrides: dict[str, Any]) -> None:
+def _run(kind: str, config_file: Path | None, flags: dict[str, Any], pairs: list[str]) -> None:
+    from rich.markup import escape
+
+    from agentworld.config import ConfigError, parse_overrides
     from agentworld.train.common import TrainInputError
-    from agentworld.train.config import TRAINERS, field_help, load_train_config
+    from agentworld.train.config import TrainFields, load_train_config
 
     if config_file is not None and not config_file.exists():
         raise fail(f"no such config file: {config_file}", f"start from configs/train/{kind}.yaml")
     try:
+        overrides = {**parse_overrides(pairs), **{k: v for k, v in flags.items() if v is not None}}
         config = load_train_config(kind, config_file, overrides)
-    except ValueError as exc:
-        raise fail(str(exc), f"{kind} config keys: {', '.join(field_help(TRAINERS[kind]))}") from None
+    except ConfigError as exc:
+        keys = ", ".join(TrainFields.model_fields)
+        raise fail(escape(str(exc)), f"keys: {keys}, and every field of the trainer's argument class "
+                   f"(see configs/train/{kind}.yaml)") from None
+    except ImportError as exc:
+        raise fail(f"training needs {exc.name or 'an optional dependency'}", "pip install 'agentworld[train]'") from None
     try:
         train = _trainer(kind)
         console.print(f"[bold]{kind}[/]: {config.model} on {config.data} -> {config.output_dir}")
@@ -67,25 +83,25 @@ def _overrides(data: str | None, model: str | None, out_dir: str | None, steps: 
 @app.command()
 def cpt(
     config: ConfigOpt = None, data: DataOpt = None, model: ModelOpt = None, out_dir: OutOpt = None,
-    max_steps: StepsOpt = None, lora: LoraOpt = None,
+    max_steps: StepsOpt = None, lora: LoraOpt = None, set_: SetOpt = None, pairs: PairsArg = None,
 ) -> None:
     """Continued pre-training on a CPT dataset (per-token loss mask, packed rows)."""
-    _run("cpt", config, _overrides(data, model, out_dir, max_steps, lora))
+    _run("cpt", config, _overrides(data, model, out_dir, max_steps, lora), [*(set_ or []), *(pairs or [])])
 
 
 @app.command()
 def sft(
     config: ConfigOpt = None, data: DataOpt = None, model: ModelOpt = None, out_dir: OutOpt = None,
-    max_steps: StepsOpt = None, lora: LoraOpt = None,
+    max_steps: StepsOpt = None, lora: LoraOpt = None, set_: SetOpt = None, pairs: PairsArg = None,
 ) -> None:
     """Supervised fine-tuning on an SFT dataset (loss on the completion only)."""
-    _run("sft", config, _overrides(data, model, out_dir, max_steps, lora))
+    _run("sft", config, _overrides(data, model, out_dir, max_steps, lora), [*(set_ or []), *(pairs or [])])
 
 
 @app.command()
 def gspo(
     config: ConfigOpt = None, data: DataOpt = None, model: ModelOpt = None, out_dir: OutOpt = None,
-    max_steps: StepsOpt = None, lora: LoraOpt = None,
+    max_steps: StepsOpt = None, lora: LoraOpt = None, set_: SetOpt = None, pairs: PairsArg = None,
 ) -> None:
     """GSPO on an RL pool, rewarded by 0.9 * judge rubric + 0.1 * rule verifiers."""
-    _run("gspo", config, _overrides(data, model, out_dir, max_steps, lora))
+    _run("gspo", config, _overrides(data, model, out_dir, max_steps, lora), [*(set_ or []), *(pairs or [])])

@@ -1,34 +1,22 @@
-"""One config dataclass per dataset builder, shared by Python, YAML and the CLI.
+"""One config per dataset builder, shared by Python, YAML and the CLI.
 
-Every field carries its help text in ``metadata["help"]``; :func:`load_config` maps a
-YAML file onto a dataclass, rejecting unknown keys with the file name and the list of
-known ones, and checking types so a typo fails before hours of work, not after.
+Every field carries its help text; loading, overrides, unknown-key errors and saving come
+from :class:`agentworld.config.Config`, so a typo fails before hours of work, not after.
+Each build saves its resolved config as ``config.json`` beside the dataset (see
+:mod:`agentworld.data.resume`); ``<Builder>Config.from_yaml`` reads it back.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
-import types
-import typing
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
+from agentworld.config import Config, opt
 
-C = TypeVar("C")
-
-
-def opt(default: Any, help: str, **kw: Any) -> Any:  # noqa: A002 - mirrors TRL's field(metadata={"help"})
-    """A dataclass field with help text."""
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help}, **kw)
-    return field(default=default, metadata={"help": help}, **kw)
+C = TypeVar("C", bound=Config)
 
 
-@dataclass
-class CommonConfig:
+class CommonConfig(Config):
     """Fields every builder shares."""
 
     inputs: list[str] = opt([], "Trajectory JSONL files or directories of them (recorded, never test splits).")
@@ -40,7 +28,6 @@ class CommonConfig:
     workers: int = opt(0, "Worker processes for CPU-bound steps (0 = all cores).")
 
 
-@dataclass
 class CPTConfig(CommonConfig):
     """Continued pre-training set: non-thinking trajectories with turn-level loss masking."""
 
@@ -55,7 +42,6 @@ class CPTConfig(CommonConfig):
     system_variant: int = opt(0, "System-prompt wording variant for CPT samples.")
 
 
-@dataclass
 class SFTConfig(CommonConfig):
     """SFT set by rejection sampling: k rollouts per query, judged, best kept above a threshold."""
 
@@ -74,7 +60,6 @@ class SFTConfig(CommonConfig):
     require_reasoning: bool = opt(False, "Reject rollouts without a reasoning block.")
 
 
-@dataclass
 class RLConfig(CommonConfig):
     """RL prompt pool: exactly one turn per trajectory, ground truth and rule verifiers attached."""
 
@@ -84,52 +69,26 @@ class RLConfig(CommonConfig):
     system_variants: bool = opt(True, "Sample a system-prompt wording variant per sample.")
 
 
-BUILDERS: dict[str, type] = {"cpt": CPTConfig, "sft": SFTConfig, "rl": RLConfig}
+BUILDERS: dict[str, type[Config]] = {"cpt": CPTConfig, "sft": SFTConfig, "rl": RLConfig}
 
 
-def field_help(cls: type) -> dict[str, str]:
-    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
-
-
-def _check_type(name: str, value: Any, annotation: Any, source: str) -> Any:
-    hint = annotation
-    origin = typing.get_origin(hint)
-    base = origin or hint
-    if isinstance(hint, types.UnionType):
-        base = tuple(typing.get_args(hint))
-    if base is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(base, type) and not isinstance(value, base) or (base is int and isinstance(value, bool)):
-        expected = getattr(base, "__name__", str(base))
-        raise ValueError(f"{source}: {name} must be {expected}, got {value!r}")
-    if base is list and value and typing.get_args(hint) == (str,):
-        return [str(v) for v in value]
-    return value
+def field_help(cls: type[Config]) -> dict[str, str]:
+    return cls.field_help()
 
 
 def build_config(cls: type[C], data: dict[str, Any], source: str = "<config>") -> C:
-    """``cls`` from a mapping; unknown keys and wrong types raise ValueError naming ``source``."""
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
-    kwargs = {}
-    for key, value in data.items():
-        if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
-            tip = f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(sorted(known))}"
-            raise ValueError(f"{source}: unknown key {key!r}{tip}")
-        kwargs[key] = _check_type(key, value, hints[key], source)
-    return cls(**kwargs)
+    """``cls`` from a mapping; unknown keys and wrong types raise ConfigError naming ``source``."""
+    return cls.from_mapping(data, source)
 
 
 def load_config(cls: type[C], path: str | Path, overrides: dict[str, Any] | None = None) -> C:
     """Read a YAML config file into ``cls``; ``overrides`` (e.g. CLI flags) win."""
-    path = Path(path)
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping of keys to values, got {type(data).__name__}")
-    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    return build_config(cls, data, str(path))
+    return cls.from_yaml(path, overrides)
 
 
-def config_dict(config: Any) -> dict[str, Any]:
-    return dataclasses.asdict(config)
+def config_dict(config: Config) -> dict[str, Any]:
+    return config.to_dict()
+
+
+__all__ = ["BUILDERS", "CPTConfig", "CommonConfig", "RLConfig", "SFTConfig", "build_config", "config_dict",
+           "field_help", "load_config", "opt"]

@@ -3,13 +3,24 @@
 Each trainer takes a dataset written by ``agentworld data build`` and a model folder
 (or ``smol``), runs on top of transformers/TRL, resumes from the last checkpoint in its
 output folder and saves its config next to every checkpoint.
+
+The config classes are generated from the trainers' argument classes on first use, so
+importing this package does not import transformers or TRL.
 """
 
-from agentworld.train.config import (
-    TRAINERS,
-    CPTTrainConfig,
-    GSPOTrainConfig,
-    SFTTrainConfig,
-)
+from typing import Any
 
-__all__ = ["TRAINERS", "CPTTrainConfig", "GSPOTrainConfig", "SFTTrainConfig"]
+from agentworld.train.config import TRAINERS
+
+_LAZY = {"CPTTrainConfig", "GSPOTrainConfig", "SFTTrainConfig"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from agentworld.train import config
+
+        return getattr(config, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["TRAINERS", "CPTTrainConfig", "GSPOTrainConfig", "SFTTrainConfig"]  # noqa: F822 - lazy

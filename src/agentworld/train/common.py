@@ -8,7 +8,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from agentworld.train.config import CommonTrainConfig, save_train_config
+from agentworld.train.config import TrainFields, save_train_config
 
 
 class TrainInputError(Exception):
@@ -65,7 +65,7 @@ def load_dataset(data: str, trainer: str, columns: set[str]) -> Any:
     return ds
 
 
-def load_model(path: Path, config: CommonTrainConfig) -> Any:
+def load_model(path: Path, config: TrainFields) -> Any:
     """The causal LM in float32 (bf16 runs under autocast), wrapped in LoRA when asked."""
     import torch
     from transformers import AutoModelForCausalLM
@@ -87,7 +87,7 @@ def load_model(path: Path, config: CommonTrainConfig) -> Any:
 
 
 def load_inputs(
-    config: CommonTrainConfig, trainer: str, columns: set[str], *, padding_side: str | None = None
+    config: TrainFields, trainer: str, columns: set[str], *, padding_side: str | None = None
 ) -> tuple[Any, Any, Any]:
     """What every trainer starts from: its dataset (only ``columns``), tokenizer and model."""
     from transformers import AutoTokenizer
@@ -99,7 +99,7 @@ def load_inputs(
     return dataset, tokenizer, load_model(path, config)
 
 
-def lora_config(config: CommonTrainConfig) -> Any:
+def lora_config(config: TrainFields) -> Any:
     from peft import LoraConfig
 
     return LoraConfig(
@@ -119,28 +119,11 @@ def last_checkpoint(output_dir: str | Path) -> str | None:
     return get_last_checkpoint(str(folder)) if folder.is_dir() else None
 
 
-def trainer_arguments(config: CommonTrainConfig) -> dict[str, Any]:
-    """The transformers ``TrainingArguments`` every trainer takes from the shared fields."""
-    return {
-        "output_dir": config.output_dir,
-        "seed": config.seed,
-        "max_steps": config.max_steps,
-        "num_train_epochs": config.num_train_epochs,
-        "learning_rate": config.learning_rate,
-        "lr_scheduler_type": config.lr_scheduler_type,
-        "warmup_steps": config.warmup_ratio,
-        "weight_decay": config.weight_decay,
-        "max_grad_norm": config.max_grad_norm,
-        "per_device_train_batch_size": config.per_device_train_batch_size,
-        "gradient_accumulation_steps": config.gradient_accumulation_steps,
-        "bf16": config.bf16,
-        "logging_steps": config.logging_steps,
-        "save_steps": config.save_steps,
-        "save_total_limit": config.save_total_limit,
-        "report_to": config.report_to,
-        "use_cpu": not _has_accelerator(),
-        "gradient_checkpointing": config.gradient_checkpointing,
-    }
+def trainer_arguments(config: TrainFields) -> Any:
+    """The trainer's own argument object (``TrainingArguments``, ``SFTConfig``,
+    ``GRPOConfig``) from the config; on a machine without an accelerator training runs
+    on the CPU unless the config says otherwise."""
+    return config.trainer_args(use_cpu=not _has_accelerator())
 
 
 def _has_accelerator() -> bool:
@@ -152,7 +135,7 @@ def _has_accelerator() -> bool:
 class SaveConfigCallback(TrainerCallback):
     """Writes the trainer config into every checkpoint folder as it is saved."""
 
-    def __init__(self, config: CommonTrainConfig):
+    def __init__(self, config: TrainFields):
         self.config = config
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -170,7 +153,7 @@ class TrainResult:
     metrics: dict[str, float]
 
 
-def run_trainer(trainer: Any, config: CommonTrainConfig, tokenizer: Any) -> TrainResult:
+def run_trainer(trainer: Any, config: TrainFields, tokenizer: Any) -> TrainResult:
     """Train (resuming from the newest checkpoint in the output folder), then save the
     final model, tokenizer and config at the top of the output folder."""
     resume = last_checkpoint(config.output_dir)

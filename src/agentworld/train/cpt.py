@@ -10,7 +10,7 @@ shifted cross-entropy, which skips every -100 label.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentworld.data.packing import IGNORE_INDEX
 from agentworld.train.common import (
@@ -20,7 +20,9 @@ from agentworld.train.common import (
     run_trainer,
     trainer_arguments,
 )
-from agentworld.train.config import CPTTrainConfig
+
+if TYPE_CHECKING:
+    from agentworld.train.config import CPTFields as CPTTrainConfig
 
 COLUMNS = {"input_ids", "labels", "position_ids"}
 
@@ -44,16 +46,15 @@ def collate_padding_free(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def build_trainer(config: CPTTrainConfig, *, callbacks: list[Any] | None = None) -> tuple[Any, Any]:
     """The transformers ``Trainer`` for ``config`` and the tokenizer to save with it."""
-    from transformers import Trainer, TrainingArguments
+    from transformers import Trainer
 
     dataset, tokenizer, model = load_inputs(config, "cpt", COLUMNS)
     # Without a KV cache, position_ids that restart mark packed samples and transformers
     # builds a block-diagonal attention mask: packed samples never see each other.
     model.config.use_cache = False
-    args = TrainingArguments(**trainer_arguments(config), remove_unused_columns=False)
     trainer = Trainer(
         model=model,
-        args=args,
+        args=trainer_arguments(config),
         train_dataset=dataset,
         data_collator=collate_padding_free,
         processing_class=tokenizer,

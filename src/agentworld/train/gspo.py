@@ -9,7 +9,7 @@ hybrid 0.9 * rubric + 0.1 * rule of :mod:`agentworld.train.rewards`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentworld.judge.base import Scorer
 from agentworld.train.common import (
@@ -19,8 +19,10 @@ from agentworld.train.common import (
     run_trainer,
     trainer_arguments,
 )
-from agentworld.train.config import GSPOTrainConfig
 from agentworld.train.rewards import HybridReward
+
+if TYPE_CHECKING:
+    from agentworld.train.config import GSPOFields as GSPOTrainConfig
 
 COLUMNS = {"prompt", "bench_sample", "verifiers"}
 
@@ -39,21 +41,9 @@ def make_judge(config: GSPOTrainConfig) -> Scorer:
 
 
 def grpo_args(config: GSPOTrainConfig) -> Any:
-    from trl import GRPOConfig
-
-    return GRPOConfig(
-        **trainer_arguments(config),
-        importance_sampling_level="sequence",
-        loss_type=config.loss_type,
-        num_generations=config.num_generations,
-        max_completion_length=config.max_completion_length,
-        temperature=config.temperature,
-        epsilon=config.epsilon,
-        epsilon_high=config.epsilon_high,
-        beta=config.beta,
-        steps_per_generation=config.steps_per_generation,
-        generation_kwargs=dict(config.generation_kwargs) or None,
-    )
+    """TRL's ``GRPOConfig``: GSPO's settings are the config's defaults
+    (``importance_sampling_level="sequence"``, the tight clip range)."""
+    return trainer_arguments(config)
 
 
 def build_trainer(

@@ -7,7 +7,7 @@ observation block). With ``completion_only_loss`` only the completion is learned
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentworld.train.common import (
     SaveConfigCallback,
@@ -16,25 +16,21 @@ from agentworld.train.common import (
     run_trainer,
     trainer_arguments,
 )
-from agentworld.train.config import SFTTrainConfig
+
+if TYPE_CHECKING:
+    from agentworld.train.config import SFTFields as SFTTrainConfig
 
 COLUMNS = {"prompt", "completion"}
 
 
 def build_trainer(config: SFTTrainConfig, *, callbacks: list[Any] | None = None) -> tuple[Any, Any]:
     """TRL's ``SFTTrainer`` for ``config`` and the tokenizer to save with it."""
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
     dataset, tokenizer, model = load_inputs(config, "sft", COLUMNS)
-    args = SFTConfig(
-        **trainer_arguments(config),
-        max_length=config.max_length,
-        completion_only_loss=config.completion_only_loss,
-        dataset_num_proc=None,
-    )
     trainer = SFTTrainer(
         model=model,
-        args=args,
+        args=trainer_arguments(config),
         train_dataset=dataset,
         processing_class=tokenizer,
         callbacks=[SaveConfigCallback(config), *(callbacks or [])],
