@@ -65,6 +65,19 @@ class LLMJudge:
         self.retry_temperature = retry_temperature
         self.history_turns = history_turns
 
+    @property
+    def settings(self) -> dict[str, Any]:
+        """What a stored verdict of this judge depends on, checked when a run resumes."""
+        resolved = self.wm.settings(self.config).to_dict()
+        resolved.pop("n", None)
+        return {
+            "backend": self.wm.backend.name,
+            "model": self.wm.model_id,
+            "prompt_version": JUDGE_PROMPT_VERSION,
+            "retries": self.retries,
+            **resolved,
+        }
+
     async def score(self, sample: BenchSample, prediction: Prediction) -> Judgement:
         if not prediction.ok or prediction.observation is None:
             # Nothing valid to show the judge: a truncated, missing or failed answer is

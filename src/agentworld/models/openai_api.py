@@ -3,13 +3,15 @@
 vLLM, SGLang, llama.cpp server, Ollama, hosted APIs and ``agentworld serve`` all speak
 this protocol. Settings come from arguments or environment variables
 (``AGENTWORLD_BASE_URL``/``OPENAI_BASE_URL``, ``AGENTWORLD_API_KEY``/``OPENAI_API_KEY``,
-``AGENTWORLD_MODEL``). Transient failures (429, 5xx, timeouts, dropped connections) are
-retried with exponential backoff and full jitter; other errors fail at once.
+``AGENTWORLD_MODEL``). Transient failures (429, 5xx, timeouts, dropped connections) and
+malformed 200 answers (a body that is not JSON, no ``choices``, no choice, no content)
+are retried with exponential backoff and full jitter; other errors fail at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 from dataclasses import asdict, dataclass
@@ -22,6 +24,32 @@ from agentworld.models.base import Backend, BackendError, Completion, Generation
 _RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
 
 
+class MalformedResponse(BackendError):
+    """A 200 answer that is not a usable chat completion; retried like a 5xx."""
+
+
+def checked(response: Any) -> Any:
+    """``response`` if it is a chat completion with content to parse, else raise
+    :class:`MalformedResponse` saying what is wrong (the SDK hands non-JSON bodies
+    back as ``str`` and builds models from JSON missing required fields)."""
+    if not hasattr(response, "choices"):
+        text = response if isinstance(response, str) else type(response).__name__
+        raise MalformedResponse(f"200 response is not a chat completion: {str(text)[:80]!r}")
+    choices = response.choices
+    if not isinstance(choices, list):
+        raise MalformedResponse("200 response without a choices list")
+    if not choices:
+        raise MalformedResponse("200 response with no choices")
+    for c in choices:
+        message = getattr(c, "message", None)
+        if message is None:
+            raise MalformedResponse("200 response with a choice that has no message")
+        # No content is an answer only when the token limit cut it (reasoning ate it all).
+        if getattr(message, "content", None) is None and getattr(c, "finish_reason", None) != "length":
+            raise MalformedResponse("200 response with null content")
+    return response
+
+
 @dataclass
 class Usage:
     """What this backend has spent, for cost reports."""
@@ -29,6 +57,8 @@ class Usage:
     requests: int = 0
     retries: int = 0
     failures: int = 0
+    malformed: int = 0
+    """200 answers that were not usable completions (each retried or failed)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -128,8 +158,16 @@ class OpenAIBackend(Backend):
         while True:
             self.usage.requests += 1
             try:
-                response = await self.client.chat.completions.create(**kwargs)
+                response = checked(await self.client.chat.completions.create(**kwargs))
                 break
+            except (MalformedResponse, json.JSONDecodeError, openai.APIResponseValidationError) as exc:
+                self.usage.malformed += 1
+                if attempt >= self.max_retries:
+                    self.usage.failures += 1
+                    raise MalformedResponse(f"malformed response after {attempt + 1} attempts: {exc}") from exc
+                self.usage.retries += 1
+                await asyncio.sleep(self.backoff(attempt))
+                attempt += 1
             except _RETRYABLE as exc:
                 if attempt >= self.max_retries:
                     self.usage.failures += 1
