@@ -141,5 +141,5 @@ def test_openai_backend_needs_a_model(monkeypatch) -> None:
     b = OpenAIBackend(revision="r1")
     assert b.model_id == "m@r1" and str(b.client.base_url).startswith("http://127.0.0.1:9")
     kwargs = b.request([{"role": "user", "content": "x"}], GenerationConfig(top_k=20, seed=3, n=2, stop=("END",)))
-    assert kwargs["extra_body"] == {"top_k": 20} and kwargs["seed"] == 3 and kwargs["n"] == 2
+    assert kwargs["top_k"] == 20 and kwargs["seed"] == 3 and kwargs["n"] == 2
     assert kwargs["stop"] == ["END"]

@@ -132,8 +132,8 @@ def infer(
     seed: Annotated[int, typer.Option(help="Seed for --sample and for generation.")] = 0,
     n: Annotated[int, typer.Option(help="Predictions per sample.")] = 1,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Backend calls in flight.")] = 4,
-    temperature: Annotated[float | None, typer.Option(help="Sampling temperature [default: 0.6 for openai, as published; 0.0 for the local backends smol/hf/retrieval].")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Completion token limit [default: 32768 for openai, as published; 1024 for the local backends].")] = None,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature (default: 0.6 for openai, as published; 0.0 for the local backends smol, hf, retrieval).")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Completion token limit (default: 32768 for openai, as published; 1024 for the local backends).")] = None,
     cache: Annotated[Path | None, typer.Option(help="Response cache (SQLite) to read and fill.")] = None,
     cache_mode: CacheModeOpt = "rw",
     retry_failed: Annotated[bool, typer.Option(help="Ask again where a stored call failed.")] = False,
@@ -189,8 +189,8 @@ def judge(
     cache_mode: CacheModeOpt = "rw",
     rejudge: Annotated[bool, typer.Option(help="Judge again where a verdict exists.")] = False,
     retry_failed: Annotated[bool, typer.Option(help="Judge again where a verdict failed.")] = False,
-    judge_temperature: Annotated[float | None, typer.Option(help="LLM judges' sampling temperature [default: 0.0].")] = None,
-    judge_max_tokens: Annotated[int | None, typer.Option(help="LLM judges' completion token limit [default: 1024].")] = None,
+    judge_temperature: Annotated[float | None, typer.Option(help="LLM judges' sampling temperature (default: 0.0).")] = None,
+    judge_max_tokens: Annotated[int | None, typer.Option(help="LLM judges' completion token limit (default: 1024).")] = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Judge stored predictions with the rule scorer and/or LLM judges (resumable)."""

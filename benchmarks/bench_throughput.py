@@ -1,0 +1,120 @@
+"""Wall-clock time of `agentworld bench infer -c 16` against a sequential client loop.
+
+Starts ``agentworld serve --delay 0.2`` (every answer held back 200 ms, like a remote
+endpoint; the retrieval backend answers) on 127.0.0.1, then, in one run and for each
+sample count, times as real subprocesses, Python start-up included in both:
+
+- **sequential**: the loop the published evaluation script runs, re-implemented from
+  its documented behaviour -- for each record build the chat messages, make one blocking
+  ``chat.completions.create`` call with the ``openai`` SDK, append the answer to a JSONL;
+- **agentworld**: ``agentworld bench infer -b openai -c 16`` into a fresh file, CLI
+  start-up, sample loading, parsing and the fsynced appends included.
+
+It prints both times and their ratio. Rounds alternate the two (``--rounds``) and the
+best of each is kept, so load from other processes hits them alike.
+
+    python benchmarks/bench_throughput.py                  # 64 and 256 samples
+    python benchmarks/bench_throughput.py --samples 64 --rounds 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from agentworld.bench.format import write_bench_dir
+from agentworld.bench.select import trajectories_to_samples
+from agentworld.launch import launched
+from agentworld.trajectory import Trajectory, Turn, write_trajectories
+
+# The sequential client: standalone on purpose (it stands for someone else's script),
+# so it imports only the openai SDK and the standard library.
+SEQUENTIAL = r"""
+import json, sys
+from pathlib import Path
+from openai import OpenAI
+
+bench, out, url = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+client = OpenAI(base_url=url, api_key="EMPTY")
+for file in sorted(bench.glob("*_test.jsonl")):
+    for line in file.read_text().splitlines():
+        rec = json.loads(line)
+        messages = [{"role": "system", "content": rec["system_str"]}]
+        for prompt, response in zip(rec["prompt"][: rec["turn_idx"] - 1], rec["response"]):
+            messages += [{"role": "user", "content": prompt}, {"role": "assistant", "content": response}]
+        messages.append({"role": "user", "content": rec["current_prompt"]})
+        reply = client.chat.completions.create(model="wm", messages=messages, temperature=0.6, max_tokens=32768)
+        with out.open("a") as fh:
+            fh.write(json.dumps({"id": rec["id"], "turn_idx": rec["turn_idx"], "prediction": reply.choices[0].message.content}) + "\n")
+"""
+
+
+def make_bench(tmp: Path, n: int) -> tuple[Path, Path]:
+    """``n`` terminal samples (5 evaluated turns per echo session) and their trajectories."""
+    prompt = "root@sandbox:/workspace#"
+    trajs = []
+    for i in range((n + 4) // 5):
+        turns = [
+            Turn(action=json.dumps([{"keystrokes": f"echo w{i}x{k}\n", "duration": 0.5}]),
+                 observation=f"{prompt} echo w{i}x{k}\nw{i}x{k}\n{prompt} ")
+            for k in range(1, 6)
+        ]
+        trajs.append(Trajectory(id=f"t{i}", domain="terminal", task_description="echo words", turns=turns))
+    write_trajectories(tmp / "trajs.jsonl", trajs)
+    write_bench_dir(tmp / f"bench{n}", list(trajectories_to_samples(trajs, policy="all"))[:n])
+    return tmp / f"bench{n}", tmp / "trajs.jsonl"
+
+
+def timed(cmd: list[str], out: Path) -> float:
+    out.unlink(missing_ok=True)
+    start = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    elapsed = time.perf_counter() - start
+    if res.returncode != 0:
+        sys.exit(f"{' '.join(cmd[:4])}... failed ({res.returncode}):\n{res.stderr[-2000:]}")
+    return elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--samples", type=int, nargs="+", default=[64, 256])
+    ap.add_argument("--delay", type=float, default=0.2, help="seconds the endpoint holds every answer")
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
+        benches = {n: make_bench(tmp, n) for n in args.samples}
+        source = benches[max(args.samples)][1]
+        with launched("serve", "--backend", "retrieval", "--source", str(source), "--served-model-name", "wm",
+                      "--delay", str(args.delay), timeout=300) as base:
+            url = f"{base}/v1"
+            rows = []
+            for n in args.samples:
+                bench = benches[n][0]
+                seq_out, cli_out = tmp / f"seq{n}.jsonl", tmp / f"cli{n}.jsonl"
+                seq_cmd = [sys.executable, "-c", SEQUENTIAL, str(bench), str(seq_out), url]
+                cli_cmd = [sys.executable, "-m", "agentworld", "bench", "infer", str(bench), "-o", str(cli_out),
+                           "-b", "openai", "--opt", f"base_url={url}", "--opt", "model=wm",
+                           "-c", str(args.concurrency)]
+                seq = cli = float("inf")
+                for _ in range(args.rounds):
+                    seq = min(seq, timed(seq_cmd, seq_out))
+                    cli = min(cli, timed(cli_cmd, cli_out))
+                got = (len(seq_out.read_text().splitlines()), len(cli_out.read_text().splitlines()))
+                if got != (n, n):
+                    sys.exit(f"expected {n} predictions from each, got {got}")
+                rows.append((n, seq, cli))
+    print(f"endpoint delay {args.delay * 1000:.0f} ms, agentworld concurrency {args.concurrency}, best of {args.rounds} round(s)")
+    print(f"{'samples':>7} {'sequential s':>13} {'agentworld s':>13} {'ratio':>7}")
+    for n, seq, cli in rows:
+        print(f"{n:>7} {seq:>13.2f} {cli:>13.2f} {seq / cli:>6.1f}x")
+
+
+if __name__ == "__main__":
+    main()
