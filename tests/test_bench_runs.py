@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from agentworld.bench.format import load_bench_dir
@@ -210,3 +211,38 @@ def test_start_up_imports_no_ml_stack(tmp_path):
     # The openai run really went through the backend (and failed to connect, as arranged).
     assert "1 failed calls" in flat(subprocess.run(
         [sys.executable, "-c", probe, *runs[1], "--retry-failed"], capture_output=True, text=True, timeout=120).stdout)
+
+
+@pytest.mark.slow
+def test_two_judges_with_one_model_on_two_endpoints_stay_apart(tmp_path):
+    from test_judge_llm import predictions_for, transcript_store
+
+    bench, _ = make_bench(tmp_path, 14, turns=1)
+    samples, preds = predictions_for(bench)
+    store = tmp_path / "judge_transcripts.jsonl"
+    transcript_store(store, samples, preds)
+    pred_file = tmp_path / "preds.jsonl"
+    pred_file.write_text("".join(p.model_dump_json() + "\n" for p in preds))
+    judged = tmp_path / "preds.judged.jsonl"
+    with serve(store, "--domain", "terminal") as url_a, serve(store, "--domain", "terminal") as url_b:
+        judge = ["bench", "judge", str(bench), "-p", str(pred_file), "-j", f"openai:judge@{url_a}", "-j", f"openai:judge@{url_b}",
+                 "--judge-max-tokens", "256", "--retries", "1"]
+        res = runner.invoke(app, judge)
+        assert res.exit_code == 0, res.output
+        recs = [json.loads(x) for x in judged.read_text().splitlines()]
+        assert {r["judge"] for r in recs} == {f"openai:judge@{url_a}", f"openai:judge@{url_b}"}
+        assert len(recs) == 2 * len(preds)
+        assert {r["judge_settings"]["max_tokens"] for r in recs} == {256}
+        # Other judge settings on resume are refused, naming the setting.
+        res = runner.invoke(app, [*judge, "--judge-temperature", "0.3"])
+        assert res.exit_code == 2 and "temperature: 0.0 in the file, 0.3 now" in flat(res.output)
+        # Labels name judges explicitly.
+        labelled = tmp_path / "labelled.jsonl"
+        res = runner.invoke(app, ["bench", "judge", str(bench), "-p", str(pred_file), "-o", str(labelled),
+                                  "-j", f"A=openai:judge@{url_a}", "-j", f"B=openai:model=judge,base_url={url_b},name=ignored"])
+        assert res.exit_code == 0, res.output
+        assert {json.loads(x)["judge"] for x in labelled.read_text().splitlines()} == {"A", "B"}
+    res = runner.invoke(app, ["bench", "score", str(judged)], env={"COLUMNS": "300"})
+    assert res.exit_code == 0, res.output
+    first, second = sorted([f"openai:judge@{url_a}", f"openai:judge@{url_b}"])
+    assert f"agreement wm:m: {first} vs {second}: Spearman 1.000 over" in flat(res.output)

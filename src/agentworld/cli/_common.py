@@ -19,9 +19,10 @@ from rich.progress import (
 from agentworld.jsonl import LineError
 
 # soft_wrap: a message longer than the terminal (or than rich's 80 columns when piped)
-# stays one line, so `file:line: ...` survives grep and editors' jump-to-error.
-console = Console(stderr=True, soft_wrap=True)
-out = Console(soft_wrap=True)
+# stays one line, so `file:line: ...` survives grep and editors' jump-to-error. No emoji
+# codes: names such as `wm:m:` must not turn into symbols.
+console = Console(stderr=True, soft_wrap=True, emoji=False)
+out = Console(soft_wrap=True, emoji=False)
 
 
 class UserError(Exception):

@@ -311,7 +311,7 @@ def score(
         out.print(table)
     for a in report.agreement:
         rho = "-" if a.spearman is None else f"{a.spearman:.3f}"
-        out.print(f"agreement {a.model}: {a.judge_a} vs {a.judge_b}: Spearman {rho} over {a.n} samples")
+        out.print(f"agreement {a.model}: {a.judge_a} vs {a.judge_b}: Spearman {rho} over {a.n} samples", markup=False)
     for note in report.notes:
         console.print(f"[dim]{note}[/]")
     if out_dir:
