@@ -142,7 +142,7 @@ def _verdict(r: JudgedRecord) -> str:
     ``(s - 1) / 4 * 100``; a dimension the judge left out shows as "-")."""
     j = r.judgement
     if not j.ok:
-        return f"judge failed: {j.error}"
+        return f"judge failed: {j.error or 'no valid score'}"
     scores = ", ".join(f"{d} {fmt(normalize(j.scores[d]) if j.scores.get(d, 0) > 0 else None, 0)}" for d in DIMENSIONS)
     return f"total {fmt(normalize(j.total))} / 100 ({scores})" + (f"; weaknesses: {j.weaknesses}" if j.weaknesses else "")
 
