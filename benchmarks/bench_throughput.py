@@ -1,8 +1,11 @@
 """Wall-clock time of `agentworld bench infer -c 16` against a sequential client loop.
 
-Starts ``agentworld serve --delay 0.2`` (every answer held back 200 ms, like a remote
-endpoint; the retrieval backend answers) on 127.0.0.1, then, in one run and for each
-sample count, times as real subprocesses, Python start-up included in both:
+Starts an OpenAI-compatible endpoint on 127.0.0.1 that answers every request after
+200 ms -- by default a minimal Starlette app in a child process, standing in for a remote
+server that costs this machine nothing but the wait; ``--server agentworld`` uses
+``agentworld serve --delay 0.2`` with the retrieval backend instead, whose per-request
+work then competes with the clients for this machine's cores. Then, in one run and for
+each sample count, it times as real subprocesses, Python start-up included in both:
 
 - **sequential**: the loop the published evaluation script runs, re-implemented from
   its documented behaviour -- for each record build the chat messages, make one blocking
@@ -14,22 +17,26 @@ It prints both times and their ratio. Rounds alternate the two (``--rounds``) an
 best of each is kept, so load from other processes hits them alike.
 
     python benchmarks/bench_throughput.py                  # 64 and 256 samples
-    python benchmarks/bench_throughput.py --samples 64 --rounds 1
+    python benchmarks/bench_throughput.py --samples 64 --rounds 1 --server agentworld
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import httpx
 
 from agentworld.bench.format import write_bench_dir
 from agentworld.bench.select import trajectories_to_samples
-from agentworld.launch import launched
+from agentworld.launch import free_port, launched
 from agentworld.trajectory import Trajectory, Turn, write_trajectories
 
 # The sequential client: standalone on purpose (it stands for someone else's script),
@@ -52,6 +59,59 @@ for file in sorted(bench.glob("*_test.jsonl")):
         with out.open("a") as fh:
             fh.write(json.dumps({"id": rec["id"], "turn_idx": rec["turn_idx"], "prediction": reply.choices[0].message.content}) + "\n")
 """
+
+
+# The stand-in endpoint, run with `python -c ENDPOINT PORT DELAY`.
+ENDPOINT = r"""
+import asyncio, sys, time
+import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+delay = float(sys.argv[2])
+REPLY = "<predicted_observation>\nok\n</predicted_observation>"
+
+async def chat(request):
+    await request.body()
+    await asyncio.sleep(delay)
+    return JSONResponse({
+        "id": "chatcmpl-0", "object": "chat.completion", "created": int(time.time()), "model": "wm",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+    })
+
+async def health(request):
+    return JSONResponse({"status": "ok"})
+
+app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]), Route("/health", health)])
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", backlog=1024)
+"""
+
+
+@contextlib.contextmanager
+def endpoint(kind: str, delay: float, source: Path) -> Iterator[str]:
+    """The base URL (``.../v1``) of a local endpoint answering after ``delay`` seconds."""
+    if kind == "agentworld":
+        with launched("serve", "--backend", "retrieval", "--source", str(source), "--served-model-name", "wm",
+                      "--delay", str(delay), timeout=300) as base:
+            yield f"{base}/v1"
+        return
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", ENDPOINT, str(port), str(delay)], stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                sys.exit("the stand-in endpoint did not start")
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def make_bench(tmp: Path, n: int) -> tuple[Path, Path]:
@@ -86,14 +146,13 @@ def main() -> None:
     ap.add_argument("--delay", type=float, default=0.2, help="seconds the endpoint holds every answer")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--server", choices=["tiny", "agentworld"], default="tiny")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         benches = {n: make_bench(tmp, n) for n in args.samples}
         source = benches[max(args.samples)][1]
-        with launched("serve", "--backend", "retrieval", "--source", str(source), "--served-model-name", "wm",
-                      "--delay", str(args.delay), timeout=300) as base:
-            url = f"{base}/v1"
+        with endpoint(args.server, args.delay, source) as url:
             rows = []
             for n in args.samples:
                 bench = benches[n][0]
@@ -110,7 +169,8 @@ def main() -> None:
                 if got != (n, n):
                     sys.exit(f"expected {n} predictions from each, got {got}")
                 rows.append((n, seq, cli))
-    print(f"endpoint delay {args.delay * 1000:.0f} ms, agentworld concurrency {args.concurrency}, best of {args.rounds} round(s)")
+    print(f"{args.server} endpoint, delay {args.delay * 1000:.0f} ms, agentworld concurrency {args.concurrency}, "
+          f"best of {args.rounds} round(s)")
     print(f"{'samples':>7} {'sequential s':>13} {'agentworld s':>13} {'ratio':>7}")
     for n, seq, cli in rows:
         print(f"{n:>7} {seq:>13.2f} {cli:>13.2f} {seq / cli:>6.1f}x")

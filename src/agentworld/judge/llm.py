@@ -74,7 +74,6 @@ class LLMJudge:
             "backend": self.wm.backend.name,
             "model": self.wm.model_id,
             "prompt_version": JUDGE_PROMPT_VERSION,
-            "retries": self.retries,
             **resolved,
         }
 
