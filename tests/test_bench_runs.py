@@ -98,6 +98,12 @@ def test_cache_modes_and_cached_tokens_are_not_spent(tmp_path):
     assert res.exit_code == 0 and "from the cache" not in res.output
     res = runner.invoke(app, infer_args(bench, tmp_path / "e.jsonl", src, "--cache-mode", "replay"))
     assert res.exit_code == 2 and "needs --cache" in res.output
+    # A judge replaying a cache that lacks its verdicts stops cleanly; it records no failures.
+    judged = tmp_path / "a.judged.jsonl"
+    res = runner.invoke(app, ["bench", "judge", str(bench), "-p", str(tmp_path / "a.jsonl"), "-o", str(judged),
+                              "-j", "openai:judge@http://127.0.0.1:9/v1", "--cache", str(cache), "--cache-mode", "replay"])
+    assert res.exit_code == 2 and "no cached response" in flat(res.output) and "Traceback" not in res.output
+    assert not judged.exists() or judged.read_text() == ""
 
 
 async def test_cached_predictions_report_stored_tokens_apart(tmp_path):

@@ -25,6 +25,7 @@ from agentworld.bench.infer import PredictionRecord, check_settings
 from agentworld.jsonl import JsonlAppender, LineError, read_jsonl, repair_tail, run_lock, write_jsonl
 from agentworld.judge.base import Judgement, Scorer
 from agentworld.models.base import Prediction
+from agentworld.models.cache import CacheMiss
 
 JudgedKey = tuple[str, int, str, str]
 """(sample uid, sampling index, judge, world model): verdicts of several models on the
@@ -182,8 +183,8 @@ async def _judge_locked(
         async with sem:
             try:
                 j = await scorer.score(sample, rec.prediction)
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                raise
+            except (asyncio.CancelledError, KeyboardInterrupt, CacheMiss):
+                raise  # a strict-replay miss is a configuration error, not a failed verdict
             except Exception as exc:  # a scorer bug must not stop the run: record and count it
                 j = Judgement.failed(scorer.name, f"{type(exc).__name__}: {exc}")
         p = rec.prediction
