@@ -138,7 +138,7 @@ def test_second_run_on_one_output_fails_fast(tmp_path):
     bench, src = make_bench(tmp_path, 4, turns=4)
     total = len(load_bench_dir(bench).samples)
     out = tmp_path / "preds.jsonl"
-    with serve(src, "--delay", "0.3", "--served-model-name", "wm") as url:
+    with serve(src, "--delay", "0.4", "--served-model-name", "wm") as url:
         cmd = [sys.executable, "-m", "agentworld", "bench", "infer", str(bench), "-o", str(out), "-b", "openai",
                "--opt", f"base_url={url}", "--opt", "model=wm", "-c", "1"]
         first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
