@@ -80,6 +80,7 @@ def test_non_utf8_bytes_are_reported_as_file_line(tmp_path):
     res = runner.invoke(app, ["bench", "judge", str(bench), "-p", str(preds)])
     assert res.exit_code == 0, res.output
     assert f"{preds}:2: not UTF-8" in flat(res.output) and "3 verdicts" in flat(res.output)
+    assert f"{data}:2: not UTF-8" in flat(res.output)  # the benchmark's bad line is named here too
 
 
 def test_cache_modes_and_cached_tokens_are_not_spent(tmp_path):

@@ -131,7 +131,7 @@ def infer(
     sample: Annotated[int | None, typer.Option(help="A seeded random subset of this many samples per domain.")] = None,
     seed: Annotated[int, typer.Option(help="Seed for --sample and for generation.")] = 0,
     n: Annotated[int, typer.Option(help="Predictions per sample.")] = 1,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Backend calls in flight.")] = 4,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Backend calls in flight.")] = 4,
     temperature: Annotated[float | None, typer.Option(help="Sampling temperature (default: 0.6 for openai, as published; 0.0 for the local backends smol, hf, retrieval).")] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Completion token limit (default: 32768 for openai, as published; 1024 for the local backends).")] = None,
     cache: Annotated[Path | None, typer.Option(help="Response cache (SQLite) to read and fill.")] = None,
@@ -183,7 +183,7 @@ def judge(
     predictions: Annotated[Path, typer.Option("--predictions", "-p", help="Predictions JSONL from `bench infer`.")],
     out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Verdicts JSONL (default: <predictions>.judged.jsonl).")] = None,
     judges: Annotated[list[str] | None, typer.Option("--judge", "-j", help="rules | openai:MODEL@BASE_URL | BACKEND:KEY=VALUE,... (repeatable).")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Verdicts in flight.")] = 4,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Verdicts in flight.")] = 4,
     retries: Annotated[int, typer.Option(help="Extra attempts when a judge's output does not parse.")] = 2,
     cache: Annotated[Path | None, typer.Option(help="Response cache for LLM judges.")] = None,
     cache_mode: CacheModeOpt = "rw",
@@ -206,9 +206,11 @@ def judge(
     loaded = load_predictions(predictions)
     report_line_errors(loaded.errors)
     try:
-        samples = load_bench_dir(bench).samples
+        bench_set = load_bench_dir(bench)
     except FileNotFoundError as exc:
         raise fail(str(exc)) from None
+    report_line_errors(bench_set.errors)
+    samples = bench_set.samples
     out_path = out_path or predictions.with_suffix(".judged.jsonl")
     scorers: list[Any] = []
     judge_config = GenerationConfig(temperature=judge_temperature, max_tokens=judge_max_tokens)
