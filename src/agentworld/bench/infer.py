@@ -38,8 +38,9 @@ class SettingsMismatch(ValueError):
 
 
 def settings_diff(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """``name: stored -> current`` for every setting that differs."""
-    return [f"{k}: {stored.get(k)!r} in the file, {current.get(k)!r} now" for k in sorted(stored.keys() | current.keys()) if stored.get(k) != current.get(k)]
+    """``name: <stored> in the file, <current> now`` for every setting that differs."""
+    keys = sorted(stored.keys() | current.keys())
+    return [f"{k}: {stored.get(k)!r} in the file, {current.get(k)!r} now" for k in keys if stored.get(k) != current.get(k)]
 
 
 def check_settings(path: Path, stored: Iterable[Mapping[str, Any] | None], current: Mapping[str, Any], what: str) -> None:
