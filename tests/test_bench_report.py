@@ -46,7 +46,7 @@ def test_cli_errors_are_clean(tmp_path):
     preds.write_text(json.dumps({"uid": "terminal/t0:1/1", "domain": "terminal", "id": "t0:1", "turn_idx": 1,
                                  "sample_index": 0, "prediction": {"backend": "smol", "text": "x"}}) + "\n")
     res = runner.invoke(app, ["bench", "infer", str(bench), "-o", str(preds), "-b", "retrieval", "--opt", f"source={src}"])
-    assert res.exit_code == 2 and "'smol'" in res.output and "another --out" in res.output
+    assert res.exit_code == 2 and "'smol'" in res.output and "new --out" in res.output and "--overwrite" in res.output
     res = runner.invoke(app, ["bench", "judge", str(bench), "-p", str(tmp_path / "missing.jsonl")])
     assert res.exit_code == 2 and "bench infer" in res.output
     bad = tmp_path / "bad.judged.jsonl"

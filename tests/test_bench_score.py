@@ -100,3 +100,37 @@ def test_two_models_on_the_same_samples_stay_apart(tmp_path):
     b.write_text(rec("terminal/s1/1", "rules", [1] * 5, model="m2").model_dump_json() + "\n")
     report = score_records(load_judgements([a, b]).records.values())
     assert {g.model: g.overall.total.score for g in report.groups} == {"m1": 100.0, "m2": 0.0}
+
+
+def test_html_report_is_self_contained_on_one_scale(tmp_path):
+    import base64
+    import re
+
+    recs = hand_made() + [rec("terminal/s1/1", "A", [1] * 5, model="zero")]
+    report = score_records(recs)
+    paths = write_report(report, recs, tmp_path / "rep", worst=5)
+    page = paths["html"].read_text()
+    # Charts travel inside the page: no image refers to a file beside it.
+    srcs = re.findall(r"<img src='([^']*)'", page)
+    assert len(srcs) == 1 + len(report.groups) and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert base64.b64decode(srcs[0].split(",", 1)[1])[:4] == b"\x89PNG"
+    # Sample views use the tables' 0-100 scale: [5]*5 is 100, [3, 0, 3, 3, 3] is 50 with factuality unscored.
+    assert "total 100.0 / 100 (format 100, factuality 100" in page
+    assert "total 50.0 / 100 (format 50, factuality -, consistency 50" in page
+    assert not re.search(r"\(format [1-5],", page)
+
+
+def test_zero_scores_are_drawn_not_dropped():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from agentworld.bench.report import ZERO_STUB, _bars
+
+    fig, ax = plt.subplots()
+    _bars(ax, [0.0, 1.0, 2.0], [0.0, 50.0, None], 0.5, "total")
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == [ZERO_STUB, 50.0, 0.0]  # a zero is a visible stub; no data draws nothing
+    assert [t.get_text() for t in ax.texts] == ["0", "n/a"]
+    plt.close(fig)

@@ -231,6 +231,9 @@ def test_judge_prompts_folder(tmp_path, awbench_dir):
     assert backend.sent[1][0]["content"] == judge_system_prompt("mcp")
     assert j_term.scores == dict(zip(DIMENSIONS, [4, 5, 5, 4, 5]))
     assert j_term.details["prompt_version"].startswith("file:") and j_mcp.details["prompt_version"] == JUDGE_PROMPT_VERSION
+    # The prompt files are part of the judge's settings, so a resume with other files is refused.
+    assert LLMJudge(WorldModel(backend)).settings["prompt_version"] == JUDGE_PROMPT_VERSION
+    assert judge.settings["prompt_version"].startswith("files:") and "terminal=file:" in judge.settings["prompt_version"]
 
 
 def test_bench_judge_cli_judge_prompts(tmp_path, awbench_dir):

@@ -141,7 +141,7 @@ def test_openai_backend_needs_a_model(monkeypatch) -> None:
     b = OpenAIBackend(revision="r1")
     assert b.model_id == "m@r1" and str(b.client.base_url).startswith("http://127.0.0.1:9")
     kwargs = b.request([{"role": "user", "content": "x"}], GenerationConfig(top_k=20, seed=3, n=2, stop=("END",)))
-    assert kwargs["extra_body"] == {"top_k": 20} and kwargs["seed"] == 3 and kwargs["n"] == 2
+    assert kwargs["top_k"] == 20 and kwargs["seed"] == 3 and kwargs["n"] == 2
     assert kwargs["stop"] == ["END"]
 
 
@@ -170,3 +170,56 @@ async def test_the_token_is_the_api_key(token_server: str) -> None:
     big = {"model": "wm", "messages": _msgs("x" * 70_000)}
     r = httpx.post(f"{token_server}/v1/chat/completions", json=big, headers={"Authorization": "Bearer tok-123"})
     assert r.status_code == 413 and r.json()["error"]["type"] == "too_large" and "65536" in r.json()["error"]["message"]
+
+
+@pytest.fixture(scope="module")
+def malformed_server(store: Path) -> Iterator[str]:
+    yield from _serve(
+        "--backend", "retrieval", "--source", str(store), "--served-model-name", "wm",
+        "--fail-rate", "0.4", "--fault", "malformed", "--seed", "3",
+    )
+
+
+async def test_malformed_200s_are_retried_then_counted(malformed_server: str) -> None:
+    backend = _client(malformed_server, max_retries=10)
+    wm = WorldModel(backend, concurrency=4)
+    actions = [f"echo {w}" for w in ("alpha", "beta", "gamma")] * 6
+    results = {i: p async for i, p in wm.map([_msgs(a) for a in actions])}
+    assert all(results[i][0].ok for i in range(len(actions)))
+    injected = httpx.get(f"{malformed_server}/stats").json()["injected_failures"]
+    assert injected > 0 and backend.usage.malformed == backend.usage.retries == injected
+    await wm.aclose()
+    # Without retries each malformed answer is a failed prediction, named and counted.
+    backend = _client(malformed_server, max_retries=0)
+    wm = WorldModel(backend, concurrency=4)
+    preds = [p async for _, [p] in wm.map([_msgs("echo alpha")] * 40)]
+    failed = [p for p in preds if p.error]
+    assert failed and len(failed) < 40 and backend.usage.failures == len(failed) == wm.stats.failures
+    reasons = {p.error.split(":")[0] for p in failed}
+    assert all("200 response" in p.error for p in failed), reasons
+    # Every kind of malformed body shows up among 40 seeded requests.
+    for kind in ("not JSON", "not a chat completion", "no choices", "null content"):
+        assert any(kind in p.error for p in failed), (kind, [p.error for p in failed])
+    await wm.aclose()
+
+
+def test_streaming_with_the_openai_sdk(retrieval_server: str) -> None:
+    from openai import OpenAI
+
+    client = OpenAI(base_url=f"{retrieval_server}/v1", api_key="x", max_retries=0)
+    msgs = _msgs("echo beta")
+    whole = client.chat.completions.create(model="wm", messages=msgs)
+    chunks = list(client.chat.completions.create(model="wm", messages=msgs, stream=True, stream_options={"include_usage": True}))
+    assert all(c.object == "chat.completion.chunk" for c in chunks)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == whole.choices[0].message.content and "beta" in text
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert chunks[-1].usage.total_tokens == whole.usage.total_tokens
+    # Without include_usage no usage chunk; the raw stream ends with [DONE].
+    plain = list(client.chat.completions.create(model="wm", messages=msgs, stream=True))
+    assert all(c.usage is None for c in plain) and plain[-1].choices[0].finish_reason == "stop"
+    with httpx.stream("POST", f"{retrieval_server}/v1/chat/completions", json={"messages": msgs, "stream": True}) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        events = [line for line in r.iter_lines() if line]
+    assert events[-1] == "data: [DONE]" and all(e.startswith("data: ") for e in events)

@@ -7,30 +7,27 @@
 - ``score`` / ``report``: official normalization, agreement, Markdown/HTML reports.
 """
 
-from agentworld.bench.format import BenchSample, BenchSet, load_bench_dir, write_bench_dir
-from agentworld.bench.infer import PredictionRecord, load_predictions, run_infer, select_samples
-from agentworld.bench.judging import JudgedRecord, load_judgements, run_judging
-from agentworld.bench.report import write_report
-from agentworld.bench.score import ScoreReport, normalize, score_records
-from agentworld.bench.select import TurnPolicy, select_turns, trajectories_to_samples
+from __future__ import annotations
 
-__all__ = [
-    "BenchSample",
-    "BenchSet",
-    "JudgedRecord",
-    "PredictionRecord",
-    "ScoreReport",
-    "TurnPolicy",
-    "load_bench_dir",
-    "load_judgements",
-    "load_predictions",
-    "normalize",
-    "run_infer",
-    "run_judging",
-    "score_records",
-    "select_samples",
-    "select_turns",
-    "trajectories_to_samples",
-    "write_bench_dir",
-    "write_report",
-]
+import importlib
+from typing import Any
+
+# Imported on first use: `agentworld bench infer` should not pay for judging, scoring
+# and reporting (nor `import agentworld` for any of them).
+_EXPORTS = {
+    "BenchSample": "format", "BenchSet": "format", "load_bench_dir": "format", "write_bench_dir": "format",
+    "PredictionRecord": "infer", "load_predictions": "infer", "run_infer": "infer", "select_samples": "infer",
+    "JudgedRecord": "judging", "load_judgements": "judging", "run_judging": "judging",
+    "write_report": "report",
+    "ScoreReport": "score", "normalize": "score", "score_records": "score",
+    "TurnPolicy": "select", "select_turns": "select", "trajectories_to_samples": "select",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'agentworld.bench' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"agentworld.bench.{_EXPORTS[name]}"), name)
+
+
+__all__ = sorted(_EXPORTS)

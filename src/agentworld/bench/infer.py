@@ -4,25 +4,53 @@ Each line is one prediction, keyed by the sample's uid and the sampling index. A
 reads its output file first and only asks for what is missing, so a run killed at any
 point (kill -9 included) resumes without redoing or duplicating finished predictions;
 a torn last line is cut before appending resumes.
+
+Every line also records the run's settings (backend, model id, resolved generation
+settings), so a resume with other settings is refused instead of mixing two runs in one
+file, and an advisory lock keeps a second run off a file that one is writing.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from agentworld.bench.format import BenchSample
-from agentworld.jsonl import JsonlAppender, LineError, read_jsonl, repair_tail
+from agentworld.jsonl import JsonlAppender, LineError, read_jsonl, repair_tail, run_lock, write_jsonl
 from agentworld.models.base import GenerationConfig, Prediction
 from agentworld.models.runner import WorldModel
 from agentworld.prompts import sample_messages
 from agentworld.seeding import unit_hash
 
 Key = tuple[str, int]
+
+PUBLISHED_DEFAULTS = GenerationConfig(temperature=0.6, max_tokens=32768)
+"""Generation settings of the published AgentWorldBench inference (served models)."""
+
+
+class SettingsMismatch(ValueError):
+    """An output file was written by a run with other settings than this one."""
+
+
+def settings_diff(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """``name: <stored> in the file, <current> now`` for every setting that differs."""
+    keys = sorted(stored.keys() | current.keys())
+    return [f"{k}: {stored.get(k)!r} in the file, {current.get(k)!r} now" for k in keys if stored.get(k) != current.get(k)]
+
+
+def check_settings(path: Path, stored: Iterable[Mapping[str, Any] | None], current: Mapping[str, Any], what: str) -> None:
+    """Raise :class:`SettingsMismatch` naming what differs if any stored settings do."""
+    for old in stored:
+        if old is not None and (diff := settings_diff(old, current)):
+            raise SettingsMismatch(
+                f"{path} holds {what} made with other settings ({'; '.join(diff)}). Write to a new --out "
+                "file, or pass --overwrite to start this file afresh"
+            )
 
 
 class PredictionRecord(BaseModel):
@@ -34,6 +62,8 @@ class PredictionRecord(BaseModel):
     turn_idx: int
     sample_index: int
     prediction: Prediction
+    settings: dict[str, Any] | None = None
+    """Backend, model id and resolved generation settings of the run (None in old files)."""
     created_at: float = Field(default_factory=time.time)
 
     @property
@@ -110,6 +140,10 @@ class InferProgress:
     """Answers without the observation block: scored as published, counted apart."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    """Tokens spent by live calls in this run."""
+    cached: int = 0
+    """Predictions answered from the response cache (their tokens were spent before)."""
+    cached_tokens: int = 0
     started: float = 0.0
 
     @property
@@ -117,6 +151,14 @@ class InferProgress:
         """Samples per second in this run (resumed ones excluded)."""
         elapsed = time.perf_counter() - self.started
         return self.done / elapsed if elapsed > 0 else 0.0
+
+
+def run_settings(wm: WorldModel, config: GenerationConfig) -> dict[str, Any]:
+    """What makes predictions comparable: backend, model id, resolved settings but ``n``
+    (more samples per prompt extend a run, they do not change it)."""
+    settings = wm.settings(config).to_dict()
+    settings.pop("n", None)
+    return {"backend": wm.backend.name, "model": wm.model_id, **settings}
 
 
 async def run_infer(
@@ -127,22 +169,47 @@ async def run_infer(
     n: int = 1,
     config: GenerationConfig | None = None,
     retry_failed: bool = False,
+    overwrite: bool = False,
     on_progress: Callable[[InferProgress], None] | None = None,
 ) -> InferProgress:
     """Predict ``n`` observations per sample into ``out``; skip what is already there.
 
     A prediction whose call failed is stored with ``error`` set and counts as done;
     ``retry_failed`` asks again for those, and the new line supersedes the old one.
+    A file written with other settings raises :class:`SettingsMismatch` unless
+    ``overwrite`` empties it first; a file another run is writing raises
+    :class:`agentworld.jsonl.FileBusy`.
     """
     out = Path(out)
+    with run_lock(out):
+        return await _run_infer_locked(wm, samples, out, n, config, retry_failed, overwrite, on_progress)
+
+
+async def _run_infer_locked(
+    wm: WorldModel,
+    samples: Sequence[BenchSample],
+    out: Path,
+    n: int,
+    config: GenerationConfig | None,
+    retry_failed: bool,
+    overwrite: bool,
+    on_progress: Callable[[InferProgress], None] | None,
+) -> InferProgress:
+    if overwrite and out.exists():
+        write_jsonl(out, [])
     repair_tail(out)
     existing = load_predictions(out).records
     others = {r.prediction.backend for r in existing.values()} - {wm.backend.name, ""}
     if others:
         # Resuming is keyed by sample, not by model: another backend's lines would be
         # taken as this one's and silently skipped.
-        raise ValueError(f"{out} holds predictions of backend {sorted(others)[0]!r}, not {wm.backend.name!r}; use another --out")
+        raise SettingsMismatch(
+            f"{out} holds predictions of backend {sorted(others)[0]!r}, not {wm.backend.name!r}; "
+            "write to a new --out file, or pass --overwrite to start this file afresh"
+        )
     cfg = (config or GenerationConfig()).merged(GenerationConfig(n=n))
+    settings = run_settings(wm, cfg)
+    check_settings(out, (r.settings for r in existing.values()), settings, "predictions")
 
     def finished(key: Key) -> bool:
         rec = existing.get(key)
@@ -161,13 +228,22 @@ async def run_infer(
                 if finished((s.uid, p.sample_index)):
                     continue  # asked again only because a sibling index was missing
                 appender.append(
-                    PredictionRecord(uid=s.uid, domain=s.domain, id=s.id, turn_idx=s.turn_idx, sample_index=p.sample_index, prediction=p)
+                    PredictionRecord(
+                        uid=s.uid, domain=s.domain, id=s.id, turn_idx=s.turn_idx, sample_index=p.sample_index,
+                        prediction=p, settings=settings,
+                    )
                 )
                 progress.failures += p.error is not None
                 progress.invalid += p.error is None and not p.ok
                 progress.untagged += p.ok and p.status == "untagged"
-                progress.prompt_tokens += p.prompt_tokens or 0
-                progress.completion_tokens += p.completion_tokens or 0
+                tokens = (p.prompt_tokens or 0) + (p.completion_tokens or 0)
+                if p.cached:
+                    # Stored counts were spent by the run that filled the cache, not this one.
+                    progress.cached += 1
+                    progress.cached_tokens += tokens
+                else:
+                    progress.prompt_tokens += p.prompt_tokens or 0
+                    progress.completion_tokens += p.completion_tokens or 0
             progress.done += 1
             if on_progress:
                 on_progress(progress)

@@ -4,7 +4,9 @@ Each line is one verdict keyed by (sample uid, sampling index, judge name) and c
 what the score and report steps need -- the action, the parsed prediction, the real
 observation and token counts -- so they run from this file alone. Re-judging reads
 existing predictions and never calls the world model again; a killed run resumes
-without redoing or duplicating verdicts.
+without redoing or duplicating verdicts. Each verdict records its judge's settings
+(model, sampling, prompt version) so resuming with other settings is refused, and an
+advisory lock keeps a second run off a file that one is writing.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from agentworld.bench.format import BenchSample
-from agentworld.bench.infer import PredictionRecord
-from agentworld.jsonl import JsonlAppender, LineError, read_jsonl, repair_tail
+from agentworld.bench.infer import PredictionRecord, check_settings
+from agentworld.jsonl import JsonlAppender, LineError, read_jsonl, repair_tail, run_lock, write_jsonl
 from agentworld.judge.base import Judgement, Scorer
 from agentworld.models.base import Prediction
+from agentworld.models.cache import CacheMiss
 
 JudgedKey = tuple[str, int, str, str]
 """(sample uid, sampling index, judge, world model): verdicts of several models on the
@@ -51,11 +55,19 @@ class JudgedRecord(BaseModel):
     prediction_error: str | None = None
     prediction_prompt_tokens: int = 0
     prediction_completion_tokens: int = 0
+    judge_settings: dict[str, Any] | None = None
+    """The judge's model and sampling settings (None for old files and settings-free judges)."""
     created_at: float = Field(default_factory=time.time)
 
     @property
     def key(self) -> JudgedKey:
         return (self.uid, self.sample_index, self.judge, self.model)
+
+
+def scorer_settings(scorer: Scorer) -> dict[str, Any] | None:
+    """A scorer's settings if it declares any (LLM judges do; the rule scorer has none)."""
+    settings = getattr(scorer, "settings", None)
+    return dict(settings) if isinstance(settings, dict) else None
 
 
 def model_name(p: Prediction) -> str:
@@ -103,16 +115,49 @@ async def run_judging(
     concurrency: int = 4,
     rejudge: bool = False,
     retry_failed: bool = False,
+    overwrite: bool = False,
     on_progress: Callable[[JudgeProgress], None] | None = None,
 ) -> JudgeProgress:
     """Every scorer judges every prediction whose sample is in ``samples``.
 
     ``rejudge`` scores again even where a verdict exists (the new line supersedes the
-    old); ``retry_failed`` does so only for failed verdicts.
+    old); ``retry_failed`` does so only for failed verdicts. A judge whose stored
+    verdicts were made with other settings raises
+    :class:`agentworld.bench.infer.SettingsMismatch` unless ``overwrite`` empties the
+    file first; a file another run is writing raises :class:`agentworld.jsonl.FileBusy`.
     """
     out = Path(out)
-    repair_tail(out)
-    existing = load_judgements(out).records
+    names = [s.name for s in scorers]
+    if len(set(names)) < len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise ValueError(f"two judges are named {dup!r}; give each its own name so their verdicts stay apart")
+    with run_lock(out):
+        if overwrite and out.exists():
+            write_jsonl(out, [])
+        repair_tail(out)
+        existing = load_judgements(out).records
+        settings = {s.name: scorer_settings(s) for s in scorers}
+        for name, current in settings.items():
+            if current is not None:
+                stored = (r.judge_settings for r in existing.values() if r.judge == name)
+                check_settings(out, stored, current, f"verdicts of judge {name!r}")
+        return await _judge_locked(
+            scorers, samples, predictions, out, existing, settings, concurrency, rejudge, retry_failed, on_progress
+        )
+
+
+async def _judge_locked(
+    scorers: Sequence[Scorer],
+    samples: Sequence[BenchSample],
+    predictions: Sequence[PredictionRecord],
+    out: Path,
+    existing: dict[JudgedKey, JudgedRecord],
+    settings: dict[str, dict[str, Any] | None],
+    concurrency: int,
+    rejudge: bool,
+    retry_failed: bool,
+    on_progress: Callable[[JudgeProgress], None] | None,
+) -> JudgeProgress:
     by_uid = {s.uid: s for s in samples}
     jobs: list[tuple[Scorer, BenchSample, PredictionRecord]] = []
     missing = 0
@@ -138,8 +183,8 @@ async def run_judging(
         async with sem:
             try:
                 j = await scorer.score(sample, rec.prediction)
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                raise
+            except (asyncio.CancelledError, KeyboardInterrupt, CacheMiss):
+                raise  # a strict-replay miss is a configuration error, not a failed verdict
             except Exception as exc:  # a scorer bug must not stop the run: record and count it
                 j = Judgement.failed(scorer.name, f"{type(exc).__name__}: {exc}")
         p = rec.prediction
@@ -160,6 +205,7 @@ async def run_judging(
             prediction_error=p.error,
             prediction_prompt_tokens=p.prompt_tokens or 0,
             prediction_completion_tokens=p.completion_tokens or 0,
+            judge_settings=settings.get(scorer.name),
         )
 
     with JsonlAppender(out) as appender:

@@ -2,17 +2,22 @@
 
 The Markdown and HTML carry the same content: one score table per (world model, judge),
 judge agreement, a bar chart per model and judge (domains x dimensions, matplotlib), and
-the lowest-scoring samples with prediction and real observation side by side.
+the lowest-scoring samples with prediction and real observation side by side. Every
+score, in tables, charts and sample views alike, is on the published 0-100 scale. The
+HTML file is self-contained (charts embedded as PNG data URIs); the Markdown links the
+PNG files written next to it.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 from pathlib import Path
+from typing import Any
 
 from agentworld.bench.judging import JudgedRecord
-from agentworld.bench.score import GroupScore, ScoreReport, domain_order
+from agentworld.bench.score import GroupScore, ScoreReport, domain_order, normalize
 from agentworld.judge.base import DIMENSIONS
 
 COLUMNS = (*DIMENSIONS, "total")
@@ -46,56 +51,71 @@ def table_rows(group: GroupScore) -> list[list[str]]:
     return rows
 
 
-def bar_chart(group: GroupScore, path: Path) -> Path:
-    """Grouped bars: one group per domain (plus overall), one bar per dimension and total."""
+ZERO_STUB = 1.2
+"""Height drawn for a score of exactly 0, so it reads as a bar at zero, not as no data."""
+
+
+def _bars(ax: Any, xs: list[float], values: list[float | None], width: float, label: str) -> None:
+    """Bars on the 0-100 axis; 0 gets a visible stub labelled "0", no data is marked "n/a"."""
+    heights = [ZERO_STUB if v == 0 else (v or 0.0) for v in values]
+    bars = ax.bar(xs, heights, width, label=label)
+    colour = bars.patches[0].get_facecolor() if bars.patches else None
+    for x, v in zip(xs, values):
+        if v is None or v == 0:
+            text = "n/a" if v is None else "0"
+            ax.text(x, ZERO_STUB + 0.8, text, ha="center", va="bottom", fontsize=6, color=colour or "black")
+
+
+def _axes(names: list[str], ylabel: str, width_per: float, extra: float) -> tuple[Any, Any]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    fig, ax = plt.subplots(figsize=(max(7.0, width_per * len(names) + extra), 3.6))
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel(ylabel)
+    ax.axhline(0, color="black", linewidth=0.8)
+    return fig, ax
+
+
+def _save(fig: Any, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    # The legend sits outside the axes (bars reach 100): a tight bounding box keeps it in.
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def bar_chart(group: GroupScore, path: Path) -> Path:
+    """Grouped bars: one group per domain (plus overall), one bar per dimension and total."""
     names = [*group.domains, "overall"]
     blocks = [*group.domains.values(), group.overall]
     width = 0.8 / len(COLUMNS)
-    fig, ax = plt.subplots(figsize=(max(7.0, 1.6 * len(names) + 1.5), 3.6))
+    fig, ax = _axes(names, "score (0-100)", 1.6, 1.5)
     for i, col in enumerate(COLUMNS):
-        vals = [(b.total.score if col == "total" else b.dimensions[col].score) or 0.0 for b in blocks]
-        ax.bar([x + (i - len(COLUMNS) / 2 + 0.5) * width for x in range(len(names))], vals, width, label=col)
-    ax.set_xticks(range(len(names)), names)
-    ax.set_ylim(0, 100)
-    ax.set_ylabel("score (0-100)")
+        vals = [b.total.score if col == "total" else (b.dimensions[col].score if col in b.dimensions else None) for b in blocks]
+        _bars(ax, [x + (i - len(COLUMNS) / 2 + 0.5) * width for x in range(len(names))], vals, width, col)
     ax.set_title(f"{group.model} judged by {group.judge}", fontsize=10)
-    # Outside the axes: bars reach 100 and a legend inside would hide them.
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def overview_chart(report: ScoreReport, path: Path) -> Path:
     """Total score per domain, one bar per (model, judge): the side-by-side comparison."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     domains = sorted({d for g in report.groups for d in g.domains}, key=domain_order)
     names = [*domains, "overall"]
     width = 0.8 / len(report.groups)
-    fig, ax = plt.subplots(figsize=(max(7.0, 1.4 * len(names) + 3.0), 3.6))
+    fig, ax = _axes(names, "total (0-100)", 1.4, 3.0)
     for i, g in enumerate(report.groups):
         blocks = [g.domains.get(d) for d in domains] + [g.overall]
-        vals = [(b.total.score or 0.0) if b is not None else 0.0 for b in blocks]
+        vals = [b.total.score if b is not None else None for b in blocks]
         label = f"{g.model[:40]} / {g.judge[:30]}"
-        ax.bar([x + (i - len(report.groups) / 2 + 0.5) * width for x in range(len(names))], vals, width, label=label)
-    ax.set_xticks(range(len(names)), names)
-    ax.set_ylim(0, 100)
-    ax.set_ylabel("total (0-100)")
+        _bars(ax, [x + (i - len(report.groups) / 2 + 0.5) * width for x in range(len(names))], vals, width, label)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def worst_samples(records: list[JudgedRecord], group: GroupScore, k: int) -> list[JudgedRecord]:
@@ -118,17 +138,19 @@ def _md_cell(text: str, limit: int) -> str:
 
 
 def _verdict(r: JudgedRecord) -> str:
+    """A verdict in one line, on the same 0-100 scale as the tables (a 1-5 score s is
+    ``(s - 1) / 4 * 100``; a dimension the judge left out shows as "-")."""
     j = r.judgement
     if not j.ok:
-        return f"judge failed: {j.error}"
-    scores = ", ".join(f"{d} {j.scores[d]}" for d in DIMENSIONS)
-    return f"total {fmt(j.total, 2)} ({scores})" + (f"; weaknesses: {j.weaknesses}" if j.weaknesses else "")
+        return f"judge failed: {j.error or 'no valid score'}"
+    scores = ", ".join(f"{d} {fmt(normalize(j.scores[d]) if j.scores.get(d, 0) > 0 else None, 0)}" for d in DIMENSIONS)
+    return f"total {fmt(normalize(j.total))} / 100 ({scores})" + (f"; weaknesses: {j.weaknesses}" if j.weaknesses else "")
 
 
 def to_markdown(report: ScoreReport, records: list[JudgedRecord], charts: dict[int, str], *, worst: int = 5, clip: int = 1200) -> str:
     out = ["# AgentWorldBench report", ""]
     out += [f"> {n}" for n in report.notes] + ([""] if report.notes else [])
-    out.append("Scores are `(mean - 1) / 4 * 100` of the 1-5 judge scores; totals average each sample's valid dimensions.")
+    out.append("Every score is on the 0-100 scale `(mean - 1) / 4 * 100` of the 1-5 judge scores; totals average each sample's valid dimensions.")
     if OVERVIEW in charts:
         out += ["", f"![totals per domain]({charts[OVERVIEW]})"]
     for i, g in enumerate(report.groups):
@@ -157,8 +179,13 @@ _CSS = (
     "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse}"
     "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child{text-align:left}"
     "pre{white-space:pre-wrap;font-size:12px;margin:0;text-align:left}.side td{vertical-align:top;width:50%}"
-    "blockquote{color:#555}"
+    "blockquote{color:#555}img{max-width:100%;height:auto}"
 )
+
+
+def data_uri(path: Path) -> str:
+    """A PNG file as a ``data:`` URI, so the HTML report needs no files beside it."""
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
 def to_html(report: ScoreReport, records: list[JudgedRecord], charts: dict[int, str], *, worst: int = 5, clip: int = 1200) -> str:
@@ -166,7 +193,7 @@ def to_html(report: ScoreReport, records: list[JudgedRecord], charts: dict[int, 
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>AgentWorldBench report</title><style>{_CSS}</style></head><body>"]
     out.append("<h1>AgentWorldBench report</h1>")
     out += [f"<blockquote>{e(n)}</blockquote>" for n in report.notes]
-    out.append("<p>Scores are <code>(mean - 1) / 4 * 100</code> of the 1-5 judge scores; totals average each sample's valid dimensions.</p>")
+    out.append("<p>Every score is on the 0-100 scale <code>(mean - 1) / 4 * 100</code> of the 1-5 judge scores; totals average each sample's valid dimensions.</p>")
     if OVERVIEW in charts:
         out.append(f"<p><img src='{e(charts[OVERVIEW])}' alt='totals per domain'></p>")
     for i, g in enumerate(report.groups):
@@ -211,5 +238,6 @@ def write_report(report: ScoreReport, records: list[JudgedRecord], out_dir: str 
             paths[f"chart_{i + 1}"] = bar_chart(g, out_dir / name)
             chart_names[i] = name
     paths["markdown"].write_text(to_markdown(report, records, chart_names, worst=worst), encoding="utf-8")
-    paths["html"].write_text(to_html(report, records, chart_names, worst=worst), encoding="utf-8")
+    embedded = {k: data_uri(out_dir / name) for k, name in chart_names.items()}
+    paths["html"].write_text(to_html(report, records, embedded, worst=worst), encoding="utf-8")
     return paths

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -17,8 +18,11 @@ from rich.progress import (
 
 from agentworld.jsonl import LineError
 
-console = Console(stderr=True)
-out = Console()
+# soft_wrap: a message longer than the terminal (or than rich's 80 columns when piped)
+# stays one line, so `file:line: ...` survives grep and editors' jump-to-error. No emoji
+# codes: names such as `wm:m:` must not turn into symbols.
+console = Console(stderr=True, soft_wrap=True, emoji=False)
+out = Console(soft_wrap=True, emoji=False)
 
 
 class UserError(Exception):
@@ -26,16 +30,17 @@ class UserError(Exception):
 
 
 def fail(message: str, hint: str | None = None) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {message}")
+    # Messages quote paths and user input: brackets in them are text, not rich markup.
+    console.print(f"[bold red]error:[/] {escape(message)}")
     if hint:
-        console.print(f"[yellow]hint:[/] {hint}")
+        console.print(f"[yellow]hint:[/] {escape(hint)}")
     return typer.Exit(code=2)
 
 
 def report_line_errors(errors: Iterable[LineError], limit: int = 10) -> int:
     errors = list(errors)
     for e in errors[:limit]:
-        console.print(f"[yellow]skipped[/] {e}")
+        console.print(f"[yellow]skipped[/] {escape(str(e))}")
     if len(errors) > limit:
         console.print(f"[yellow]... and {len(errors) - limit} more bad lines[/]")
     return len(errors)

@@ -50,7 +50,13 @@ def build_backend(name: str, options: dict[str, Any]):
 
 
 def judge_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``rules``, ``openai:MODEL@BASE_URL``, or ``BACKEND:KEY=VALUE,KEY=VALUE``."""
+    """``rules``, ``openai:MODEL@BASE_URL``, or ``BACKEND:KEY=VALUE,KEY=VALUE``; a
+    ``LABEL=`` prefix (or a ``name=`` option) names the judge in verdicts and scores."""
+    head, colon, tail = spec.partition(":")
+    if "=" in head:  # LABEL=BACKEND:...
+        label, _, head = head.partition("=")
+        name, options = judge_spec(head + colon + tail)
+        return name, {**options, "name": label.strip()}
     name, _, rest = spec.partition(":")
     if not rest:
         return name, {}
@@ -58,6 +64,44 @@ def judge_spec(spec: str) -> tuple[str, dict[str, Any]]:
         return name, parse_options(rest.split(","))
     model, _, url = rest.partition("@")
     return name, {"model": model, **({"base_url": url} if url else {})}
+
+
+CacheModeOpt = Annotated[str, typer.Option("--cache-mode", help="off | rw (read hits, store new) | replay (hits only; a miss is an error).")]
+OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Empty the output file first (it was written with other settings).")]
+
+
+def open_cache(path: Path | None, mode: str):
+    """The response cache for ``--cache``/``--cache-mode``, or None."""
+    from agentworld.models import CacheMode, ResponseCache
+
+    if mode not in CacheMode.__members__:
+        raise fail(f"bad --cache-mode {mode!r}", "use off, rw or replay")
+    if path is None:
+        if mode == "replay":
+            raise fail("--cache-mode replay needs --cache FILE", "point --cache at the cache a previous run filled")
+        return None
+    if mode == "off":
+        return None
+    try:
+        return ResponseCache(path, mode)
+    except FileNotFoundError as exc:
+        raise fail(str(exc), "run once with --cache-mode rw to fill it") from None
+
+
+def run_guarded(coro_fn):
+    """Run a bench coroutine; a busy output file or a settings clash is a clean error."""
+    from agentworld.bench.infer import SettingsMismatch
+    from agentworld.jsonl import FileBusy
+    from agentworld.models import CacheMiss
+
+    try:
+        return asyncio.run(coro_fn())
+    except FileBusy as exc:
+        raise fail(str(exc), "wait for that run to finish, or write to another --out file") from None
+    except SettingsMismatch as exc:
+        raise fail(str(exc)) from None
+    except CacheMiss as exc:
+        raise fail(str(exc)) from None
 
 
 def _load_samples(bench: Path, domains, ids, sample, seed, limit):
@@ -87,44 +131,49 @@ def infer(
     sample: Annotated[int | None, typer.Option(help="A seeded random subset of this many samples per domain.")] = None,
     seed: Annotated[int, typer.Option(help="Seed for --sample and for generation.")] = 0,
     n: Annotated[int, typer.Option(help="Predictions per sample.")] = 1,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Backend calls in flight.")] = 4,
-    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Completion token limit.")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Backend calls in flight.")] = 4,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature (default: 0.6 for openai, as published; 0.0 for the local backends smol, hf, retrieval).")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Completion token limit (default: 32768 for openai, as published; 1024 for the local backends).")] = None,
     cache: Annotated[Path | None, typer.Option(help="Response cache (SQLite) to read and fill.")] = None,
+    cache_mode: CacheModeOpt = "rw",
     retry_failed: Annotated[bool, typer.Option(help="Ask again where a stored call failed.")] = False,
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """Predict observations for benchmark samples (concurrent, resumable)."""
-    from agentworld.bench.infer import run_infer
-    from agentworld.models import GenerationConfig, ResponseCache, WorldModel
+    from agentworld.bench.infer import PUBLISHED_DEFAULTS, run_infer
+    from agentworld.models import GenerationConfig, WorldModel
 
     samples = _load_samples(bench, domain, ids, sample, seed, limit)
+    cache_ = open_cache(cache, cache_mode)
     wm = WorldModel(
         build_backend(backend, parse_options(opt)),
-        cache=ResponseCache(cache) if cache else None,
+        cache=cache_,
         concurrency=concurrency,
+        # Served models get the published settings; local ones keep the small library defaults.
+        defaults=PUBLISHED_DEFAULTS if backend == "openai" else None,
     )
     config = GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed)
     with progress(TextColumn("{task.fields[stats]}")) as bar:
         task = bar.add_task(f"infer {wm.backend.name}", total=len(samples), stats="")
 
         def show(p) -> None:
-            stats = f"{p.rate:.2f}/s tok {p.prompt_tokens + p.completion_tokens:,} fail {p.failures} bad {p.invalid}"
+            stats = f"{p.rate:.2f}/s tok {p.prompt_tokens + p.completion_tokens:,} cached {p.cached} fail {p.failures} bad {p.invalid}"
             bar.update(task, completed=p.done + p.skipped, stats=stats)
 
         async def go():
             try:
-                return await run_infer(wm, samples, out_path, n=n, config=config, retry_failed=retry_failed, on_progress=show)
+                return await run_infer(
+                    wm, samples, out_path, n=n, config=config, retry_failed=retry_failed, overwrite=overwrite, on_progress=show
+                )
             finally:
                 await wm.aclose()
 
-        try:
-            result = asyncio.run(go())
-        except ValueError as exc:
-            raise fail(str(exc), "each world model writes its own predictions file") from None
+        result = run_guarded(go)
+    cached = f"; {result.cached} predictions from the cache ({result.cached_tokens:,} stored tokens, not spent again)" if result.cached else ""
     out.print(
         f"{out_path}: {result.done} samples predicted, {result.skipped} already there; "
         f"{result.failures} failed calls, {result.invalid} truncated or missing answers, {result.untagged} untagged (scored); "
-        f"{result.prompt_tokens:,} prompt + {result.completion_tokens:,} completion tokens"
+        f"{result.prompt_tokens:,} prompt + {result.completion_tokens:,} completion tokens spent{cached}"
     )
 
 
@@ -134,12 +183,16 @@ def judge(
     predictions: Annotated[Path, typer.Option("--predictions", "-p", help="Predictions JSONL from `bench infer`.")],
     out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Verdicts JSONL (default: <predictions>.judged.jsonl).")] = None,
     judges: Annotated[list[str] | None, typer.Option("--judge", "-j", help="rules | openai:MODEL@BASE_URL | BACKEND:KEY=VALUE,... (repeatable).")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Verdicts in flight.")] = 4,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Verdicts in flight.")] = 4,
     retries: Annotated[int, typer.Option(help="Extra attempts when a judge's output does not parse.")] = 2,
     cache: Annotated[Path | None, typer.Option(help="Response cache for LLM judges.")] = None,
+    cache_mode: CacheModeOpt = "rw",
     rejudge: Annotated[bool, typer.Option(help="Judge again where a verdict exists.")] = False,
     retry_failed: Annotated[bool, typer.Option(help="Judge again where a verdict failed.")] = False,
     judge_prompts: Annotated[Path | None, typer.Option("--judge-prompts", help="Folder of DOMAIN/judge_system_prompt.txt files (the published release's layout) used as LLM judges' system prompts.")] = None,
+    judge_temperature: Annotated[float | None, typer.Option(help="LLM judges' sampling temperature (default: 0.0).")] = None,
+    judge_max_tokens: Annotated[int | None, typer.Option(help="LLM judges' completion token limit (default: 1024).")] = None,
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """Judge stored predictions with the rule scorer and/or LLM judges (resumable)."""
     from agentworld.bench.format import load_bench_dir
@@ -147,26 +200,32 @@ def judge(
     from agentworld.bench.judging import run_judging
     from agentworld.judge import RuleScorer
     from agentworld.judge.llm import LLMJudge
-    from agentworld.models import ResponseCache, WorldModel
+    from agentworld.models import GenerationConfig, WorldModel
 
     if not predictions.exists():
         raise fail(f"no such file: {predictions}", "run `agentworld bench infer` first")
     loaded = load_predictions(predictions)
     report_line_errors(loaded.errors)
     try:
-        samples = load_bench_dir(bench).samples
+        bench_set = load_bench_dir(bench)
     except FileNotFoundError as exc:
         raise fail(str(exc)) from None
+    report_line_errors(bench_set.errors)
+    samples = bench_set.samples
     out_path = out_path or predictions.with_suffix(".judged.jsonl")
     prompts = _judge_prompts(judge_prompts) if judge_prompts else None
     scorers: list[Any] = []
+    judge_config = GenerationConfig(temperature=judge_temperature, max_tokens=judge_max_tokens)
     for spec in judges or ["rules"]:
         name, options = judge_spec(spec)
+        label = options.pop("name", None)
         if name == "rules":
             scorers.append(RuleScorer())
             continue
-        wm = WorldModel(build_backend(name, options), cache=ResponseCache(cache) if cache else None, concurrency=concurrency)
-        scorers.append(LLMJudge(wm, retries=retries, prompts=prompts))
+        wm = WorldModel(build_backend(name, options), cache=open_cache(cache, cache_mode), concurrency=concurrency)
+        scorers.append(LLMJudge(wm, name=str(label) if label else None, retries=retries, config=judge_config,
+                                prompts=prompts))
+    _distinct_judge_names(scorers)
     with progress(TextColumn("{task.fields[stats]}")) as bar:
         task = bar.add_task("judge", total=None, stats="")
 
@@ -177,14 +236,14 @@ def judge(
             try:
                 return await run_judging(
                     scorers, samples, list(loaded.records.values()), out_path,
-                    concurrency=concurrency, rejudge=rejudge, retry_failed=retry_failed, on_progress=show,
+                    concurrency=concurrency, rejudge=rejudge, retry_failed=retry_failed, overwrite=overwrite, on_progress=show,
                 )
             finally:
                 for s in scorers:
                     if hasattr(s, "aclose"):
                         await s.aclose()
 
-        result = asyncio.run(go())
+        result = run_guarded(go)
     if result.missing_samples:
         console.print(f"[yellow]{result.missing_samples} predictions have no sample in {bench}; not judged[/]")
     out.print(f"{out_path}: {result.done} verdicts, {result.skipped} already there, {result.failed} failed")
@@ -201,6 +260,19 @@ def _judge_prompts(folder: Path):
     if prompts.missing:
         console.print(f"[yellow]no {JUDGE_PROMPT_FILE} for {', '.join(prompts.missing)}: the built-in judge prompt is used there[/]")
     return prompts
+
+
+def _distinct_judge_names(scorers: list[Any]) -> None:
+    """Judges with one default name (same model, different endpoints) get the endpoint
+    added, so their verdicts and scores stay apart; a clash left after that is an error."""
+    names = [s.name for s in scorers]
+    for s in scorers:
+        url = getattr(s.wm.backend, "base_url", None) if hasattr(s, "wm") else None
+        if names.count(s.name) > 1 and url:
+            s.name = f"{s.name}@{url}"
+    names = [s.name for s in scorers]
+    if dup := next((n for n in names if names.count(n) > 1), None):
+        raise fail(f"two judges are named {dup!r}", "name them: --judge A=openai:MODEL@URL --judge B=openai:MODEL@URL")
 
 
 def _price(pairs: list[str] | None) -> dict[str, tuple[float, float]]:
@@ -257,7 +329,7 @@ def score(
         out.print(table)
     for a in report.agreement:
         rho = "-" if a.spearman is None else f"{a.spearman:.3f}"
-        out.print(f"agreement {a.model}: {a.judge_a} vs {a.judge_b}: Spearman {rho} over {a.n} samples")
+        out.print(f"agreement {a.model}: {a.judge_a} vs {a.judge_b}: Spearman {rho} over {a.n} samples", markup=False)
     for note in report.notes:
         console.print(f"[dim]{note}[/]")
     if out_dir:

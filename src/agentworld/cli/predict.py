@@ -261,6 +261,8 @@ def serve(
     served_name: str = typer.Option(None, "--served-model-name", help="Model name clients send (default: the model id)."),
     fail_rate: float = typer.Option(0.0, "--fail-rate", help="Share of requests answered 429/503 (for testing clients)."),
     seed: int = typer.Option(0, "--seed", help="Seed that decides which requests --fail-rate fails."),
+    fault: str = typer.Option("http", "--fault", help="What --fail-rate injects: http (429/503) | malformed (bad 200 answers) | mixed."),
+    delay: float = typer.Option(0.0, "--delay", help="Seconds every answer is held back (to stand in for a remote endpoint)."),
     split_reasoning: bool = typer.Option(False, "--split-reasoning", help="Return <think> blocks as reasoning_content."),
     log_level: str = typer.Option("warning", "--log-level"),
     token: str = typer.Option(None, "--token", help="Bearer token clients must send as their API key (default: $AGENTWORLD_TOKEN; unset: open)."),
@@ -276,12 +278,15 @@ def serve(
         policy = ServerPolicy(token=resolve_token(token), max_request_bytes=max_request_bytes)
     except ValueError as exc:
         raise fail(str(exc), "--max-request-bytes takes a positive byte count; --token a non-empty string") from None
+    if fault not in ("http", "malformed", "mixed") or delay < 0:
+        raise fail(f"bad --fault {fault!r} or --delay {delay}", "--fault is http, malformed or mixed; --delay is seconds >= 0")
     instance = make_backend(
         backend, model=model, path=path, adapter=adapter, source=source, domain=domain,
         base_url=base_url, api_key=api_key, precision=precision,
     )
     app_ = create_app(
-        instance, model_name=served_name, fail_rate=fail_rate, seed=seed, split_reasoning=split_reasoning, policy=policy
+        instance, model_name=served_name, fail_rate=fail_rate, seed=seed, split_reasoning=split_reasoning,
+        fault=fault, delay_s=delay, policy=policy,
     )
     console.print(
         f"serving [bold]{served_name or instance.model_id}[/] at http://{host}:{port}/v1 "

@@ -66,6 +66,18 @@ class LLMJudge:
         self.prompts = prompts
         """Per-domain system prompts from ``--judge-prompts`` (None: the built-in ones)."""
 
+    @property
+    def settings(self) -> dict[str, Any]:
+        """What a stored verdict of this judge depends on, checked when a run resumes."""
+        resolved = self.wm.settings(self.config).to_dict()
+        resolved.pop("n", None)
+        return {
+            "backend": self.wm.backend.name,
+            "model": self.wm.model_id,
+            "prompt_version": self.prompts.identity if self.prompts else JUDGE_PROMPT_VERSION,
+            **resolved,
+        }
+
     async def score(self, sample: BenchSample, prediction: Prediction) -> Judgement:
         if not prediction.ok or prediction.observation is None:
             # Nothing valid to show the judge: a truncated, missing or failed answer is

@@ -133,6 +133,11 @@ class JudgePrompts:
     def missing(self) -> list[str]:
         return [d for d in DOMAINS if d not in self.texts]
 
+    @property
+    def identity(self) -> str:
+        """One digest of every domain's prompt: a resume with other prompt files is refused."""
+        return "files:" + ",".join(f"{d}={self.version(d)}" for d in DOMAINS)
+
 
 def load_judge_prompts(folder: str | Path) -> JudgePrompts:
     """Read ``folder/<domain>/judge_system_prompt.txt`` for every known domain, laid out

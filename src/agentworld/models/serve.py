@@ -3,14 +3,19 @@
 ``POST /v1/chat/completions`` and ``GET /v1/models`` speak the OpenAI wire format, so
 any tool with an OpenAI client can use the embedded model, a local checkpoint or the
 retrieval baseline. Requests are handled concurrently; local backends batch whatever
-arrives together. ``fail_rate`` makes a seeded share of requests fail with 429 or 503,
-for testing clients' retry logic against a real server.
+arrives together. ``fail_rate`` makes a seeded share of requests fail with 429 or 503
+(``fault="http"``), with a malformed 200 answer (``fault="malformed"``) or either
+(``"mixed"``), for testing clients' retry logic against a real server; ``delay_s`` holds
+every answer back, to stand in for a remote endpoint's latency. ``stream: true`` is
+answered in the chat.completion.chunk SSE format (the text is generated first, then
+sent in pieces).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -18,7 +23,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentworld.models.base import Backend, BackendError, GenerationConfig, Message
@@ -70,6 +75,48 @@ def _error(status: int, message: str, kind: str) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": {"message": message, "type": kind, "code": status}})
 
 
+FAULTS = ("http", "malformed", "mixed")
+_MALFORMED = ("not_json", "bad_json", "no_choices", "empty_choices", "null_content")
+
+
+def _malformed(kind: str, model: str) -> Response:
+    """A 200 answer a client must not take as a completion."""
+    if kind == "not_json":
+        return Response("upstream hiccup", media_type="text/plain")
+    if kind == "bad_json":
+        return Response('{"id": "chatcmpl-x", "choices": [', media_type="application/json")
+    base: dict[str, Any] = {"id": "chatcmpl-x", "object": "chat.completion", "created": int(time.time()), "model": model}
+    if kind == "empty_choices":
+        base["choices"] = []
+    elif kind == "null_content":
+        base["choices"] = [{"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "stop"}]
+    return JSONResponse(base)
+
+
+def _sse(data: dict[str, Any] | str) -> str:
+    return f"data: {data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def stream_chunks(completion: dict[str, Any], *, include_usage: bool, piece: int = 64) -> list[str]:
+    """A finished chat.completion as the SSE events of a streamed one, ``[DONE]`` last."""
+    head = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    events = []
+    for choice in completion["choices"]:
+        i, message = choice["index"], choice["message"]
+        events.append(_sse(head | {"choices": [{"index": i, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}))
+        reasoning = message.get("reasoning_content") or ""
+        for k in range(0, len(reasoning), piece):
+            events.append(_sse(head | {"choices": [{"index": i, "delta": {"reasoning_content": reasoning[k : k + piece]}, "finish_reason": None}]}))
+        content = message.get("content") or ""
+        for k in range(0, len(content), piece):
+            events.append(_sse(head | {"choices": [{"index": i, "delta": {"content": content[k : k + piece]}, "finish_reason": None}]}))
+        events.append(_sse(head | {"choices": [{"index": i, "delta": {}, "finish_reason": choice["finish_reason"]}]}))
+    if include_usage:
+        events.append(_sse(head | {"choices": [], "usage": completion["usage"]}))
+    events.append(_sse("[DONE]"))
+    return events
+
+
 def create_app(
     backend: Backend,
     *,
@@ -78,6 +125,8 @@ def create_app(
     seed: int = 0,
     split_reasoning: bool = False,
     policy: ServerPolicy | None = None,
+    fault: str = "http",
+    delay_s: float = 0.0,
 ) -> FastAPI:
     """The server app for ``backend``; ``model_name`` is what ``/v1/models`` lists.
 
@@ -88,6 +137,8 @@ def create_app(
     """
     if not 0.0 <= fail_rate < 1.0:
         raise ValueError("fail_rate must be in [0, 1)")
+    if fault not in FAULTS:
+        raise ValueError(f"fault must be one of {', '.join(FAULTS)}")
     served = model_name or backend.model_id
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -121,11 +172,14 @@ def create_app(
             body = ChatRequest.model_validate(await request.json())
         except (ValidationError, ValueError) as exc:
             return _error(400, f"invalid request: {exc}", "invalid_request_error")
-        if body.stream:
-            return _error(400, "streaming is not supported by this server", "invalid_request_error")
+        if delay_s:
+            await asyncio.sleep(delay_s)
         # Seeded by the request's arrival number: the same run fails the same requests.
         if fail_rate and unit_hash(seed, "fail", number) < fail_rate:
             counters["injected_failures"] += 1
+            if fault == "malformed" or (fault == "mixed" and unit_hash(seed, "fault", number) < 0.5):
+                pick = int(unit_hash(seed, "malformed", number) * len(_MALFORMED))
+                return _malformed(_MALFORMED[min(pick, len(_MALFORMED) - 1)], served)
             if unit_hash(seed, "kind", number) < 0.5:
                 return _error(429, "injected failure: rate limited", "rate_limit_error")
             return _error(503, "injected failure: overloaded", "server_error")
@@ -157,7 +211,7 @@ def create_app(
             choices.append({"index": i, "message": message, "finish_reason": c.finish_reason or "stop"})
         prompt_tokens = (completions[0].prompt_tokens or 0) if completions else 0
         completion_tokens = sum(c.completion_tokens or 0 for c in completions)
-        return {
+        result = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -169,6 +223,12 @@ def create_app(
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+        if body.stream:
+            options = getattr(body, "stream_options", None) or {}
+            include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
+            events = stream_chunks(result, include_usage=include_usage)
+            return StreamingResponse(iter(events), media_type="text/event-stream")
+        return result
 
     return app
 
