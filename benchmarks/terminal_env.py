@@ -33,7 +33,8 @@ EPISODE_TEMPLATES = ["count-words", "csv-sum", "git-first-commit", "chmod-script
 def step_overhead(reps: int) -> None:
     print(f"per-step overhead ({reps} steps each)")
     print(f"  {'command':28} {'own run':>9} {'step':>9} {'ovh p50':>9} {'ovh p90':>9}")
-    with TerminalEnv() as env:
+    # One episode holds every measured step (the default episode ends after 100).
+    with TerminalEnv(max_steps=len(COMMANDS) * reps + 1) as env:
         env.reset()
         env.step(action_json(("TIMEFORMAT=%R\n", 2)))
         for command in COMMANDS:
