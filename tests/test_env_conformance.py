@@ -250,7 +250,7 @@ class _TerminatedNotBool(_Good):
     (_InfoWithObject, "step 1 info", "when.at is a object"),
     (_InfoWithTuple, "reset info", "size is a tuple"),
     (_InfoWithNan, "step 1 info", "loss is nan"),
-    (_BadContextKey, "context keys", "'task' are not Trajectory fields"),
+    (_BadContextKey, "context keys", "'task' are not simulation-context fields"),
     (_ContextClashesWithRecorder, "context keys", "'id'"),
     (_AutoResets, "step after the end", "did not raise EpisodeOver"),
     (_RandomReset, "deterministic reset", "another first observation"),
