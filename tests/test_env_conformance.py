@@ -17,6 +17,7 @@ import pytest
 
 from agentworld.envs import Env, EnvCheckError, EpisodeOver, Reset, Step, check_env, check_registered, registered
 from agentworld.envs.checker import DEFAULT_ACTION
+from agentworld.trajectory import SimContext
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -147,8 +148,8 @@ class _Good(Env):
         self.n += 1
         return Step(f"ran {action}", 0.0, False, self.n >= 2, {"n": self.n})
 
-    def context(self) -> dict[str, Any]:
-        return {"task_description": "t", "tools": [{"name": "x"}]}
+    def context(self) -> SimContext:
+        return SimContext(task_description="t", tools=[{"name": "x"}])
 
     def close(self) -> None:
         self.closed += 1
