@@ -4,7 +4,7 @@ In the spirit of Gymnasium's env checker: run one short episode and raise
 :class:`EnvCheckError` naming the environment and the first property it breaks. The
 properties are the ones every consumer (collection, drift, the simulator's servers)
 relies on: typed results, JSON-able ``info`` (it is recorded as is), ``context()`` keys
-that are Trajectory fields, :class:`~agentworld.envs.base.EpisodeOver` after the end,
+that are simulation-context fields (``SimContext``), :class:`~agentworld.envs.base.EpisodeOver` after the end,
 the same first observation for the same seed where the env promises it, and a ``close``
 that is safe to repeat.
 """
