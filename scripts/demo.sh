@@ -27,25 +27,11 @@ agentworld data stats "$BENCH"
 
 # 2. The retrieval baseline's index: recorded trajectories outside the test split, never
 #    the evaluated ones (indexing those would answer with the ground truth).
-python3 - "$BENCH" "$OUT/retrieval_index.jsonl" <<'PY'
-import sys
-from pathlib import Path
-from agentworld.bench.format import load_bench_dir
-from agentworld.trajectory import read_trajectories, write_trajectories
-
-bench, out = Path(sys.argv[1]), Path(sys.argv[2])
-held_out = {str(getattr(s, "trajectory_id", "")) for s in load_bench_dir(bench).samples}
-train = []
-for path in sorted(Path("benchmarks/local/trajectories").glob("*.jsonl")):
-    if path.name.endswith(".failures.jsonl"):
-        continue  # failed episodes, not trajectories
-    for t in read_trajectories(path).items:
-        split = getattr(t.provenance, "split", None)
-        if split != "test" and t.id not in held_out:
-            train.append(t)
-write_trajectories(out, train)
-print(f"[demo] retrieval index: {len(train)} train-split trajectories")
-PY
+rm -f "$OUT/retrieval_index.jsonl"
+if [ -d benchmarks/local/trajectories ]; then
+  agentworld data split benchmarks/local/trajectories --split train --exclude-bench "$BENCH" \
+    -o "$OUT/retrieval_index.jsonl"
+fi
 
 # 3. Predictions (resumable: a rerun skips what is done).
 agentworld bench infer "$BENCH" -o "$OUT/smol.jsonl" -b smol --limit "$LIMIT" --max-tokens "$MAX_TOKENS" -c 4

@@ -6,14 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p runs/smolft
-python3 - <<'PY'
-from pathlib import Path
-from agentworld.trajectory import read_trajectories, write_trajectories
-
-train = [t for p in sorted(Path("benchmarks/local/trajectories").glob("*.jsonl"))
-         for t in read_trajectories(p).items if getattr(t.provenance, "split", None) != "test"]
-write_trajectories("runs/smolft/train_trajs.jsonl", train)
-print(f"{len(train)} train-split trajectories")
-PY
+agentworld data split benchmarks/local/trajectories --split train -o runs/smolft/train_trajs.jsonl
 agentworld data build cpt --config configs/data/cpt_smol_default.yaml
 agentworld train cpt --config configs/train/cpt_smol_default.yaml

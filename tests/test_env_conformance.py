@@ -17,6 +17,7 @@ import pytest
 
 from agentworld.envs import Env, EnvCheckError, EpisodeOver, Reset, Step, check_env, check_registered, registered
 from agentworld.envs.checker import DEFAULT_ACTION
+from agentworld.trajectory import SimContext
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -147,8 +148,8 @@ class _Good(Env):
         self.n += 1
         return Step(f"ran {action}", 0.0, False, self.n >= 2, {"n": self.n})
 
-    def context(self) -> dict[str, Any]:
-        return {"task_description": "t", "tools": [{"name": "x"}]}
+    def context(self) -> SimContext:
+        return SimContext(task_description="t", tools=[{"name": "x"}])
 
     def close(self) -> None:
         self.closed += 1
@@ -250,7 +251,7 @@ class _TerminatedNotBool(_Good):
     (_InfoWithObject, "step 1 info", "when.at is a object"),
     (_InfoWithTuple, "reset info", "size is a tuple"),
     (_InfoWithNan, "step 1 info", "loss is nan"),
-    (_BadContextKey, "context keys", "'task' are not Trajectory fields"),
+    (_BadContextKey, "context keys", "'task' are not simulation-context fields"),
     (_ContextClashesWithRecorder, "context keys", "'id'"),
     (_AutoResets, "step after the end", "did not raise EpisodeOver"),
     (_RandomReset, "deterministic reset", "another first observation"),

@@ -160,7 +160,7 @@ def test_roff_rendering() -> None:
 def test_registered(corpus: Path) -> None:
     assert "search-v1" in registered()
     env = make("search-v1", corpus=corpus)
-    assert isinstance(env, SearchEnv) and env.context()["tools"][0]["name"] == "web_search"
+    assert isinstance(env, SearchEnv) and env.context().tools[0]["name"] == "web_search"
 
 
 def test_collect_cli_writes_bench_and_resumes(corpus: Path, tmp_path: Path) -> None:

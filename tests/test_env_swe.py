@@ -55,8 +55,8 @@ def test_reset_commits_a_bug_that_the_repositorys_own_tests_catch(env: SweEnv) -
                               view_range=[m.line, m.line])).observation
     assert view.endswith(f"{m.line:6}\t{m.mutated_line}\n")
     ctx = env.context()
-    assert [t["name"] for t in ctx["tools"]] == ["bash", "str_replace_editor"]
-    assert "pytest 9.0.3" in ctx["initial_state"]
+    assert [t["name"] for t in ctx.tools or []] == ["bash", "str_replace_editor"]
+    assert "pytest 9.0.3" in (ctx.initial_state or "")
 
 
 def test_bad_actions_are_reported_to_the_agent(env: SweEnv) -> None:
@@ -131,7 +131,7 @@ def test_committed_benchmark_trajectory_replays_in_the_real_environment() -> Non
     replay = SweEnv()
     try:
         replay.reset(seed=traj.provenance.seed)
-        assert replay.context()["task_description"] == traj.task_description
+        assert replay.context().task_description == traj.task_description
         for turn in traj.turns:
             assert normalize(replay.step(turn.action).observation) == normalize(turn.observation), turn.action
     finally:

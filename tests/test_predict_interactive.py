@@ -44,7 +44,7 @@ def test_a_session_from_a_trajectory_undoes_and_saves(tmp_path: Path) -> None:
     assert [(t.action, t.observation) for t in rec.turns] == [*HISTORY, ("whoami", "root")]
     assert rec.provenance.source == "sim" and rec.provenance.agent == "human"
     assert rec.model_extra["system_str"] == trajectory_system_prompt(traj)
-    assert rec.task_description == "look around" and rec.model_extra["sim_scenario"]["id"] == "t7"
+    assert rec.task_description == "look around" and rec.sim_scenario["id"] == "t7"
 
 
 def test_a_benchmark_sample_answers_its_own_action_first(awbench_dir: Path, tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ import pytest
 from agentworld.bench.select import spread_turns, select_turns, trajectories_to_samples
 from agentworld.jsonl import JsonlAppender, read_jsonl
 from agentworld.prompts import build_system_prompt, sample_messages, trajectory_messages
-from agentworld.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
+from agentworld.trajectory import SimContext, Trajectory, Turn, read_trajectories, write_trajectories
 
 
 def make_traj(i: int, n: int, domain: str = "terminal") -> Trajectory:
@@ -98,7 +98,7 @@ def test_messages_layout_and_system_prompt_parts():
     assert "Count the lines of notes.txt" in system and "Debian 12" in system
     assert "<predicted_observation>" in system and "terminal" in system
     tools = [{"name": "git_status", "inputSchema": {"type": "object"}}]
-    mcp = build_system_prompt("mcp", tools=tools, simulation_instruction="every call times out")
+    mcp = build_system_prompt("mcp", SimContext(tools=tools, simulation_instruction="every call times out"))
     assert "git_status" in mcp and "every call times out" in mcp
     assert "Demonstrations" not in mcp  # empty parts are left out
     variants = {build_system_prompt("web", variant=v) for v in range(3)}

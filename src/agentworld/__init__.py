@@ -8,7 +8,7 @@ from agentworld.bench.format import BenchSample, load_bench_dir, write_bench_dir
 from agentworld.domains import DOMAINS, Domain, get_domain
 from agentworld.parsing import ParsedPrediction, Status, parse_judgement, parse_prediction
 from agentworld.prompts import build_messages, build_system_prompt, sample_messages
-from agentworld.trajectory import Provenance, Trajectory, Turn, read_trajectories, write_trajectories
+from agentworld.trajectory import Provenance, SimContext, Trajectory, Turn, read_trajectories, write_trajectories
 
 __version__ = "0.1.0"
 
@@ -18,6 +18,7 @@ __all__ = [
     "Domain",
     "ParsedPrediction",
     "Provenance",
+    "SimContext",
     "Status",
     "Trajectory",
     "Turn",

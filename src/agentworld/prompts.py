@@ -23,7 +23,7 @@ from agentworld.domains import get_domain
 
 if TYPE_CHECKING:
     from agentworld.bench.format import BenchSample
-    from agentworld.trajectory import Trajectory
+    from agentworld.trajectory import SimContext, Trajectory
 
 # 2: history replayed as stored records (marker line, no tags), no empty system message.
 PROMPT_VERSION = "aw-prompt-2"
@@ -75,27 +75,21 @@ def action_space_text(domain: str, action_space: str | None, tools: list[dict] |
     return text
 
 
-def build_system_prompt(
-    domain: str,
-    *,
-    task_description: str = "",
-    action_space: str | None = None,
-    tools: list[dict] | None = None,
-    initial_state: str | None = None,
-    demonstrations: str | None = None,
-    simulation_instruction: str | None = None,
-    variant: int = 0,
-) -> str:
-    """Our system prompt: role, the five context parts, observation format and contract."""
+def build_system_prompt(domain: str, context: SimContext | None = None, *, variant: int = 0) -> str:
+    """Our system prompt: role, the five context parts (none: the domain's defaults),
+    observation format and contract."""
     spec = get_domain(domain)
     v = variant % NUM_VARIANTS
+    ctx = context
     parts = [
         _ROLES[v].format(environment=spec.environment) + "\n",
-        _section("Task the agent is working on", task_description),
-        _section("Action space", action_space_text(spec.name, action_space, tools)),
-        _section("Initial state of the environment", initial_state),
-        _section("Demonstrations", demonstrations),
-        _section("Simulation instruction (follow it in your observations)", simulation_instruction),
+        _section("Task the agent is working on", ctx.task_description if ctx else ""),
+        _section("Action space", action_space_text(spec.name, ctx.action_space if ctx else None,
+                                                   ctx.tools if ctx else None)),
+        _section("Initial state of the environment", ctx.initial_state if ctx else None),
+        _section("Demonstrations", ctx.demonstrations if ctx else None),
+        _section("Simulation instruction (follow it in your observations)",
+                 ctx.simulation_instruction if ctx else None),
         _section("Observation format", spec.observation_format),
         _section(
             "Output contract",
@@ -108,16 +102,7 @@ def build_system_prompt(
 
 
 def trajectory_system_prompt(traj: Trajectory, *, variant: int = 0) -> str:
-    return build_system_prompt(
-        traj.domain,
-        task_description=traj.task_description,
-        action_space=traj.action_space,
-        tools=traj.tools,
-        initial_state=traj.initial_state,
-        demonstrations=traj.demonstrations,
-        simulation_instruction=traj.simulation_instruction,
-        variant=variant,
-    )
+    return build_system_prompt(traj.domain, traj.context, variant=variant)
 
 
 def format_observation(observation: str, reasoning: str | None = None) -> str:

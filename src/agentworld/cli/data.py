@@ -15,7 +15,7 @@ from agentworld.bench.format import load_bench_dir, reencode_bench_dir, write_be
 from agentworld.bench.select import TurnPolicy, trajectories_to_samples
 from agentworld.cli._common import console, fail, out, progress, report_line_errors
 from agentworld.jsonl import JsonlError
-from agentworld.trajectory import Trajectory, read_trajectories
+from agentworld.trajectory import Trajectory, read_trajectories, write_trajectories
 
 app = typer.Typer(help="Convert trajectories to benchmark samples, inspect datasets, build training sets.", no_args_is_help=True)
 
@@ -72,6 +72,34 @@ def reencode(
         raise fail(f"no *_test.jsonl files in {bench_dir}")
     for r in done:
         out.print(f"{r.path}: {r.records} records, {r.changed} re-encoded")
+
+
+class SplitSide(StrEnum):
+    train = "train"
+    test = "test"
+
+
+@app.command("split")
+def split_cmd(
+    sources: Annotated[list[Path], typer.Argument(help="Trajectory JSONL files or directories of them.")],
+    output: Annotated[Path, typer.Option("--out", "-o", help="Trajectory JSONL file to write.")],
+    split: Annotated[SplitSide, typer.Option(help="Side of the recorded split to keep (train: everything not test).")]
+    = SplitSide.train,
+    exclude_bench: Annotated[Path | None, typer.Option(
+        help="Benchmark directory: leave out the trajectories its samples evaluate.")] = None,
+) -> None:
+    """Write one side of a recorded train/test split (skips *.failures.jsonl in directories)."""
+    from agentworld.data.split import select_split  # lazy: the data package loads numpy
+
+    try:
+        sel = select_split(sources, split=split.value, exclude_bench=exclude_bench)
+    except FileNotFoundError as exc:
+        raise fail(str(exc)) from None
+    report_line_errors(sel.errors)
+    write_trajectories(output, sel.trajectories)
+    excluded = f", {sel.in_bench} evaluated by {exclude_bench}" if exclude_bench is not None else ""
+    out.print(f"{output}: {len(sel.trajectories)} {split.value}-split trajectories of {sel.read} read from "
+              f"{len(sel.files)} files ({sel.other_split} on the other side{excluded})")
 
 
 def _tokens(text: str) -> int:

@@ -7,7 +7,7 @@ judge and model packages, which themselves use the filters defined here.
 from agentworld.data.config import CPTConfig, RLConfig, SFTConfig, load_config
 from agentworld.data.filters import FilterConfig, FilterReport, filter_trajectories
 from agentworld.data.masking import KEEP_RATE, Category, categorize, keep_turn, mask_turns, turn_stats
-from agentworld.data.split import check_leakage, split_trajectories
+from agentworld.data.split import SplitSelection, check_leakage, select_split, split_trajectories
 
 _BUILDERS = {"build_cpt": "agentworld.data.cpt", "build_sft": "agentworld.data.sft", "build_rl": "agentworld.data.rl"}
 
@@ -28,6 +28,7 @@ __all__ = [
     "FilterReport",
     "RLConfig",
     "SFTConfig",
+    "SplitSelection",
     "build_cpt",
     "build_rl",
     "build_sft",
@@ -37,6 +38,7 @@ __all__ = [
     "keep_turn",
     "load_config",
     "mask_turns",
+    "select_split",
     "split_trajectories",
     "turn_stats",
 ]

@@ -8,6 +8,10 @@ smallest id, so adding trajectories never moves the others. :func:`check_leakage
 verifies a split independently: no trajectory id on both sides and no test trajectory
 with a near-duplicate in train. Shared single turns (``pwd`` -> ``/workspace``) are
 counted for information; they are the environment's vocabulary, not leakage.
+
+:func:`select_split` reads one side of a split recorded by ``agentworld collect``
+(``Provenance.split``), optionally without the trajectories a benchmark evaluates:
+``agentworld data split``.
 """
 
 from __future__ import annotations
@@ -17,9 +21,12 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from agentworld.bench.format import load_bench_dir
+from agentworld.jsonl import LineError
 from agentworld.seeding import unit_hash
-from agentworld.trajectory import Trajectory
+from agentworld.trajectory import Trajectory, read_trajectories
 
 
 _DIGITS = re.compile(r"\d+")
@@ -160,3 +167,71 @@ def check_leakage(
         if i < n_train <= j:
             report.near_duplicates.append((test[j - n_train].id, train[i].id, jac))
     return report
+
+
+# -- one side of a recorded split ----------------------------------------------------------
+
+SPLITS = ("train", "test")
+
+
+@dataclass
+class SplitSelection:
+    """What :func:`select_split` kept and why the rest was left out."""
+
+    trajectories: list[Trajectory] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    read: int = 0
+    other_split: int = 0
+    """Trajectories recorded on the other side of the split."""
+    in_bench: int = 0
+    """Trajectories left out because a benchmark sample evaluates them."""
+    errors: list[LineError] = field(default_factory=list)
+    """Bad lines (skipped), with file and line."""
+
+
+def trajectory_files(source: str | Path) -> list[Path]:
+    """The trajectory files of ``source``: the file itself, or a directory's ``*.jsonl``
+    (sorted) without the ``*.failures.jsonl`` records of failed collection jobs."""
+    path = Path(source)
+    if path.is_dir():
+        return [p for p in sorted(path.glob("*.jsonl")) if not p.name.endswith(".failures.jsonl")]
+    if not path.exists():
+        raise FileNotFoundError(f"no such file or directory: {path}")
+    return [path]
+
+
+def select_split(sources: Sequence[str | Path], *, split: str = "train",
+                 exclude_bench: str | Path | None = None) -> SplitSelection:
+    """The trajectories of one side of a recorded split (``Provenance.split``, stamped by
+    ``agentworld collect``).
+
+    ``test`` keeps the held-out trajectories; ``train`` keeps every other one, including
+    trajectories recorded without a split. With ``exclude_bench``, trajectories whose id a
+    benchmark sample there names (``trajectory_id``) are left out too, so a training set
+    or a retrieval index never holds an evaluated episode. Bad lines are skipped and
+    listed in ``errors``.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r} (known: {', '.join(SPLITS)})")
+    held_out: set[str] = set()
+    if exclude_bench is not None:
+        bench = Path(exclude_bench)
+        if not bench.is_dir():
+            raise FileNotFoundError(f"no such benchmark directory: {bench}")
+        loaded = load_bench_dir(bench)
+        held_out = {str(tid) for s in loaded.samples if (tid := (s.model_extra or {}).get("trajectory_id")) is not None}
+    out = SplitSelection()
+    for source in sources:
+        out.files.extend(trajectory_files(source))
+    for path in out.files:
+        loaded_trajs = read_trajectories(path)
+        out.errors.extend(loaded_trajs.errors)
+        for traj in loaded_trajs.items:
+            out.read += 1
+            if (traj.provenance.split == "test") != (split == "test"):
+                out.other_split += 1
+            elif traj.id in held_out:
+                out.in_bench += 1
+            else:
+                out.trajectories.append(traj)
+    return out

@@ -1,6 +1,6 @@
 """One LLM agent that plays tool-calling episodes through any OpenAI-compatible endpoint.
 
-The env's tool schemas (``env.context()["tools"]``: MCP ``tools/list`` entries or OpenAI
+The env's tool schemas (``env.context().tools``: MCP ``tools/list`` entries or OpenAI
 function schemas) are offered as OpenAI function tools; every call the model makes is sent
 to the env as one action (canonical ``{"name", "arguments"}`` JSON) and recorded as one
 turn. Servers without native tool calling often answer with
@@ -9,7 +9,8 @@ read too and their results go back as ``<tool_response>`` user messages. With
 ``native_tools=False`` the agent speaks only that text protocol (schemas in the system
 prompt) for servers that reject ``tools`` and ``tool`` messages. Domain modules supply the
 prompts and provenance; the terminal driver reuses :class:`AgentConfig` and
-:func:`open_client` for its keystroke protocol.
+:func:`open_client` for its keystroke protocol. Turns are recorded by
+:class:`~agentworld.envs.record.RecordTurns`, as in every other driver.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld.envs.base import Env
+from agentworld.envs.record import RecordTurns
 from agentworld.tool_calls import ToolCallError, decode_arguments
-from agentworld.trajectory import Provenance, Trajectory, Turn
+from agentworld.trajectory import Provenance, SimContext, Trajectory
 
 _TEXT_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
 
@@ -112,7 +114,7 @@ def system_prompt(instructions: str, tools: list[dict[str, Any]], native: bool) 
             "Each result comes back inside <tool_response>...</tool_response>.")
 
 
-Brief = Callable[[str, dict[str, Any]], tuple[str, str]]
+Brief = Callable[[str, SimContext], tuple[str, str]]
 """(reset observation, env context) -> (system instructions, first user message)."""
 
 
@@ -120,19 +122,18 @@ async def run_agent(env: Env, config: AgentConfig, *, brief: Brief, provenance: 
                     seed: int | None = None, options: dict[str, Any] | None = None,
                     canonical: Callable[[str, Any], str] = action_text, client: Any = None) -> Trajectory:
     """Reset ``env`` and let the model call tools until it answers without one or runs out of turns."""
-    from agentworld.envs.mcp.episode import record_turn  # here: the mcp package loads the MCP SDK
-
     own = client is None
     client = client or open_client(config)
-    first = await asyncio.to_thread(env.reset, seed=seed, options=options)
-    ctx = env.context()
+    rec = RecordTurns(env)
+    first = await asyncio.to_thread(rec.reset, seed=seed, options=options)
+    ctx = rec.context()
     native = config.native_tools
-    extra: dict[str, Any] = {"tools": openai_tools(ctx.get("tools") or [])} if native else {}
+    extra: dict[str, Any] = {"tools": openai_tools(ctx.tools or [])} if native else {}
     instructions, task = brief(first.observation, ctx)
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system_prompt(instructions, ctx.get("tools") or [], native)},
+        {"role": "system", "content": system_prompt(instructions, ctx.tools or [], native)},
         {"role": "user", "content": task}]
-    turns: list[Turn] = []
+    turns = rec.turns
     final = ""
     try:
         while len(turns) < config.max_turns:
@@ -154,10 +155,10 @@ async def run_agent(env: Env, config: AgentConfig, *, brief: Brief, provenance: 
             messages.append(assistant)
             done = False
             for cid, name, args in calls:
-                turn, done = await asyncio.to_thread(record_turn, env, canonical(name, args))
-                turns.append(turn)
-                messages.append({"role": "tool", "tool_call_id": cid, "content": turn.observation} if as_tools else
-                                {"role": "user", "content": tool_response(turn.observation)})
+                res = await asyncio.to_thread(rec.step, canonical(name, args))
+                done = res.terminated or res.truncated
+                messages.append({"role": "tool", "tool_call_id": cid, "content": res.observation} if as_tools else
+                                {"role": "user", "content": tool_response(res.observation)})
                 if done or len(turns) >= config.max_turns:
                     break
             if done:
@@ -165,6 +166,4 @@ async def run_agent(env: Env, config: AgentConfig, *, brief: Brief, provenance: 
     finally:
         if own:
             await client.close()
-    # ``final_answer`` is an extra field: the schema keeps unknown fields.
-    return Trajectory(id=trajectory_id, domain=env.domain, provenance=provenance, turns=turns, final_answer=final,
-                      **ctx)
+    return rec.trajectory(trajectory_id=trajectory_id, provenance=provenance, final_answer=final)

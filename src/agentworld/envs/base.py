@@ -12,11 +12,10 @@ from __future__ import annotations
 import abc
 import functools
 import importlib
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from agentworld.trajectory import Provenance, Trajectory, Turn
+from agentworld.trajectory import SimContext
 
 
 class Reset(NamedTuple):
@@ -56,10 +55,10 @@ class Env(abc.ABC):
     def step(self, action: str) -> Step:
         """Apply one action and return what the environment shows next."""
 
-    def context(self) -> dict[str, Any]:
-        """The simulation context of the current episode, as Trajectory fields:
-        ``task_description``, ``action_space``, ``tools``, ``initial_state``..."""
-        return {}
+    def context(self) -> SimContext:
+        """The simulation context of the current episode (task, action space or tools,
+        initial state...): what a recorded trajectory and a simulator's prompt carry."""
+        return SimContext()
 
     def close(self) -> None:
         """Release every resource (processes, sandboxes, temp files)."""
@@ -155,37 +154,3 @@ def make(env_id: str, **kwargs: Any) -> Env:
 
 def registered() -> list[str]:
     return sorted(_REGISTRY)
-
-
-def record_episode(
-    env: Env,
-    actions: Iterable[str],
-    *,
-    trajectory_id: str,
-    seed: int | None = None,
-    options: dict[str, Any] | None = None,
-    provenance: Provenance | None = None,
-) -> Trajectory:
-    """Run ``actions`` in ``env`` from a fresh reset and record every turn."""
-    env.reset(seed=seed, options=options)
-    turns = []
-    for action in actions:
-        t0 = time.time()
-        res = env.step(action)
-        turns.append(
-            Turn(action=action, observation=res.observation, started_at=t0,
-                 duration_s=time.time() - t0, metadata=_jsonable(res.info))
-        )
-        if res.terminated or res.truncated:
-            break
-    return Trajectory(
-        id=trajectory_id,
-        domain=env.domain,
-        provenance=provenance or Provenance(source="real", seed=seed),
-        turns=turns,
-        **env.context(),
-    )
-
-
-def _jsonable(info: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in info.items() if isinstance(v, str | int | float | bool | list | dict | type(None))}

@@ -4,7 +4,7 @@ In the spirit of Gymnasium's env checker: run one short episode and raise
 :class:`EnvCheckError` naming the environment and the first property it breaks. The
 properties are the ones every consumer (collection, drift, the simulator's servers)
 relies on: typed results, JSON-able ``info`` (it is recorded as is), ``context()`` keys
-that are Trajectory fields, :class:`~agentworld.envs.base.EpisodeOver` after the end,
+that are simulation-context fields (``SimContext``), :class:`~agentworld.envs.base.EpisodeOver` after the end,
 the same first observation for the same seed where the env promises it, and a ``close``
 that is safe to repeat.
 """
@@ -17,15 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld.envs.base import Env, EpisodeOver, Reset, Step, make
-from agentworld.trajectory import Trajectory
+from agentworld.trajectory import SimContext, Trajectory
 
 #: an action every environment must answer (with an error observation, if it is not one
 #: of its own) rather than raise on
 DEFAULT_ACTION = '{"name": "check_env_probe", "arguments": {}}'
 
-# Trajectory fields an environment fills in itself; the rest come from the recorder.
-_RECORDER_FIELDS = {"schema_version", "id", "domain", "provenance", "turns"}
-CONTEXT_FIELDS = frozenset(Trajectory.model_fields) - _RECORDER_FIELDS
+#: the fields of an environment's context (the five simulation-context parts)
+CONTEXT_FIELDS = frozenset(SimContext.model_fields)
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,7 @@ def check_env(
         if again.observation != first.observation:
             raise fail("deterministic reset", f"seed {seed} gave another first observation:\n"
                        f"{first.observation[:300]!r}\nthen\n{again.observation[:300]!r}")
-        if (ctx2 := env.context()) != ctx:
+        if (ctx2 := _as_dict(env.context())) != ctx:
             diff = sorted(k for k in set(ctx) | set(ctx2) if ctx.get(k) != ctx2.get(k))
             raise fail("deterministic reset", f"seed {seed} gave another context (differs in {', '.join(diff)})")
     for n in (1, 2):
@@ -150,13 +149,18 @@ def _check_info(info: Any, prop: str, fail: Any) -> None:
         raise fail(prop, f"not JSON as is: {problem}")
 
 
+def _as_dict(ctx: Any) -> Any:
+    return ctx.model_dump() if isinstance(ctx, SimContext) else ctx
+
+
 def _check_context(env: Env, fail: Any) -> dict[str, Any]:
-    ctx = env.context()
-    if not isinstance(ctx, dict):
-        raise fail("context", f"context() returned {type(ctx).__name__}, not dict")
+    raw = _as_dict(env.context())
+    if not isinstance(raw, dict):
+        raise fail("context", f"context() returned {type(raw).__name__}, not a SimContext")
+    ctx: dict[str, Any] = raw
     unknown = sorted(set(ctx) - CONTEXT_FIELDS)
     if unknown:
-        raise fail("context keys", f"{', '.join(map(repr, unknown))} are not Trajectory fields "
+        raise fail("context keys", f"{', '.join(map(repr, unknown))} are not simulation-context fields "
                    f"(known: {', '.join(sorted(CONTEXT_FIELDS))})")
     problem = _json_problem(ctx)
     if problem:

@@ -178,7 +178,7 @@ def _stamp(traj: Trajectory, job: EpisodeJob) -> Trajectory:
 
 
 def _job_id(traj: Trajectory) -> str:
-    return str(getattr(traj.provenance, "job_id", None) or traj.id)
+    return traj.provenance.job_id or traj.id
 
 
 class _Progress:

@@ -22,6 +22,7 @@ from agentworld.models import Prediction
 from agentworld.parsing import Status
 from agentworld.sim.env import SimEnv
 from agentworld.sim.scenario import Scenario
+from agentworld.trajectory import SimContext
 
 
 class DriftStep(BaseModel):
@@ -63,10 +64,10 @@ class DriftReport(BaseModel):
 
 def scenario_for(real: Env, first_observation: str, **overrides: object) -> Scenario:
     """A scenario built from a real environment's context and its first observation."""
-    ctx = real.context()
+    ctx = SimContext.of(real.context())
     fields = {
-        "domain": real.domain, "task": ctx.get("task_description", ""), "action_space": ctx.get("action_space"),
-        "tools": ctx.get("tools"), "initial_state": ctx.get("initial_state"),
+        "domain": real.domain, "task": ctx.task_description, "action_space": ctx.action_space,
+        "tools": ctx.tools, "initial_state": ctx.initial_state,
         "first_observation": first_observation, "max_turns": 10**6,
     }
     fields.update(overrides)

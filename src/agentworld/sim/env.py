@@ -19,12 +19,13 @@ import anyio.to_thread
 from pydantic import BaseModel, Field
 
 from agentworld.envs.base import Env, EpisodeOver, Reset, Step
+from agentworld.envs.record import episode_trajectory, recorded_turn
 from agentworld.models import GenerationConfig, Prediction, WorldModel
 from agentworld.prompts import build_messages
 from agentworld.sim.ledger import Conflict, LedgerState, rules_for
 from agentworld.sim.perturb import Injection, PerturbationSpec, apply_mechanical
 from agentworld.sim.scenario import Scenario
-from agentworld.trajectory import Provenance, Trajectory, Turn
+from agentworld.trajectory import Provenance, SimContext, Trajectory
 
 #: an extra validator of a candidate observation: ``(action, observation) -> conflicts``
 Check = Callable[[str, str], list[Conflict]]
@@ -127,8 +128,8 @@ class SimEnv(Env):
         extra = await self.wm.predict(messages, self._resample_config()) if conflicts else []
         return await anyio.to_thread.run_sync(self._settle, action, first, conflicts, extra, injections)
 
-    def context(self) -> dict[str, Any]:
-        return self.state.scenario.trajectory_context()
+    def context(self) -> SimContext:
+        return self.state.scenario.context
 
     @property
     def episode_over(self) -> bool:
@@ -195,28 +196,27 @@ class SimEnv(Env):
 
     def record(self, *, trajectory_id: str | None = None) -> Trajectory:
         """The session so far as a Trajectory (provenance ``sim``; injections and conflicts
-        in each turn's metadata; the scenario in ``sim_scenario`` for replay)."""
+        in each turn's metadata; the scenario in ``sim_scenario`` for replay).
+
+        The session's own history, not a wrapper's: it includes turns continued from a
+        ``history`` reset option, a restored snapshot or a fork. Turns and the trajectory
+        are built by the shared recorder (:mod:`agentworld.envs.record`), as
+        ``RecordTurns(sim_env)`` would, with the session's per-turn details as metadata."""
         st = self.state
         turns = [
-            Turn(
-                action=t.action, observation=t.observation, reasoning=t.reasoning, duration_s=t.latency_s,
-                metadata={
-                    "injections": [i.model_dump() for i in t.injections],
-                    "conflicts": [c.model_dump() for c in t.conflicts],
-                    "resampled": t.resampled,
-                    **({"error": t.error} if t.error else {}),
-                },
-            )
+            recorded_turn(t.action, t.observation, {
+                "injections": t.injections,
+                "conflicts": t.conflicts,
+                "resampled": t.resampled,
+                **({"error": t.error} if t.error else {}),
+            }, reasoning=t.reasoning, duration_s=t.latency_s)
             for t in st.turns
         ]
-        return Trajectory(
-            id=trajectory_id or f"sim-{st.session_id}",
-            domain=self.domain,
+        return episode_trajectory(
+            self, turns, trajectory_id=trajectory_id or f"sim-{st.session_id}",
             provenance=Provenance(source="sim", environment=f"sim/{self.wm.model_id}", task=st.scenario.id, seed=st.seed),
-            turns=turns,
             sim_scenario=st.scenario.model_dump(mode="json"),
             sim_perturbations=st.perturbations.model_dump(mode="json") if st.perturbations else None,
-            **self.context(),
         )
 
     # -- internals -----------------------------------------------------------------------

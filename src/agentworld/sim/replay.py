@@ -20,10 +20,10 @@ class ReplayMismatch(AssertionError):
 
 def replay_episode(world_model: WorldModel, recorded: Trajectory, *, resample: int | None = None) -> int:
     """Replay ``recorded`` (a trajectory from :meth:`SimEnv.record`); return the turns checked."""
-    scenario_data = getattr(recorded, "sim_scenario", None)
-    if not isinstance(scenario_data, dict):
+    scenario_data = recorded.sim_scenario
+    if scenario_data is None:
         raise ReplayMismatch(f"trajectory {recorded.id} has no sim_scenario: only simulated episodes replay")
-    spec = getattr(recorded, "sim_perturbations", None)
+    spec = recorded.sim_perturbations
     env = SimEnv(
         world_model, Scenario.model_validate(scenario_data),
         perturbations=PerturbationSpec.model_validate(spec) if spec else None,

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentworld.domains import domain_of_task
 from agentworld.prompts import build_system_prompt
-from agentworld.trajectory import Trajectory
+from agentworld.trajectory import SimContext, Trajectory
 
 
 _LEADING_PROMPT = re.compile(r"^[\w.-]+@[\w.-]+:\S+[#$] ")
@@ -78,17 +78,11 @@ class Scenario(BaseModel):
     @classmethod
     def from_trajectory(cls, traj: Trajectory, **overrides: Any) -> Scenario:
         """A scenario that reproduces a recorded episode's context (actions come separately)."""
-        hidden = getattr(traj, "hidden_summary", None)
         fields: dict[str, Any] = {
             "id": traj.id,
             "domain": traj.domain,
-            "task": traj.task_description,
-            "action_space": traj.action_space,
-            "tools": traj.tools,
-            "initial_state": traj.initial_state,
-            "hidden_summary": hidden if isinstance(hidden, str) else None,
-            "demonstrations": traj.demonstrations,
-            "simulation_instruction": traj.simulation_instruction,
+            **cls.context_fields(traj.context),
+            "hidden_summary": traj.hidden_summary,
             "max_turns": max(30, len(traj.turns)),
         }
         if traj.domain == "terminal" and traj.turns:
@@ -121,15 +115,10 @@ class Scenario(BaseModel):
         if self.success_state:
             sim.append(f"When the agent reaches this end state, show it faithfully: {self.success_state}")
         sim.extend(instructions or [])
-        return build_system_prompt(
-            self.domain,
-            task_description=self.task,
-            action_space=self.action_space,
-            tools=self.tools,
-            initial_state=initial or None,
-            demonstrations=self.demonstrations,
-            simulation_instruction="\n".join(f"- {s}" for s in sim) if sim else None,
-        )
+        return build_system_prompt(self.domain, self.context.model_copy(update={
+            "initial_state": initial or None,
+            "simulation_instruction": "\n".join(f"- {s}" for s in sim) if sim else None,
+        }))
 
     def succeeded(self, observation: str) -> bool:
         """Whether every success pattern matches ``observation``. Patterns come from clients,
@@ -142,13 +131,17 @@ class Scenario(BaseModel):
         except TimeoutError:
             return False
 
-    def trajectory_context(self) -> dict[str, Any]:
-        """The scenario as Trajectory context fields (for recording a simulated episode)."""
-        return {
-            "task_description": self.task,
-            "action_space": self.action_space,
-            "tools": self.tools,
-            "initial_state": self.initial_state,
-            "demonstrations": self.demonstrations,
-            "simulation_instruction": self.simulation_instruction,
-        }
+    @property
+    def context(self) -> SimContext:
+        """The scenario's simulation context (what a recorded episode carries; the hidden
+        summary and success state stay the simulator's)."""
+        return SimContext(task_description=self.task, action_space=self.action_space, tools=self.tools,
+                          initial_state=self.initial_state, demonstrations=self.demonstrations,
+                          simulation_instruction=self.simulation_instruction)
+
+    @staticmethod
+    def context_fields(context: SimContext) -> dict[str, Any]:
+        """Scenario fields from a simulation context (the task description is ``task``)."""
+        fields = context.model_dump()
+        fields["task"] = fields.pop("task_description")
+        return fields

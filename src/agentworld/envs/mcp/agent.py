@@ -12,7 +12,7 @@ from typing import Any
 from agentworld.envs.agent import AgentConfig, run_agent as run_tool_agent
 from agentworld.envs.base import Env
 from agentworld.envs.mcp.episode import ToolTask
-from agentworld.trajectory import Provenance, Trajectory
+from agentworld.trajectory import Provenance, SimContext, Trajectory
 
 INSTRUCTIONS = ("You are an agent that completes tasks by calling the tools you are given. Call one tool at a "
                 "time, read its result, and stop calling tools when the task is done; then reply with a short "
@@ -23,8 +23,8 @@ async def run_agent(env: Env, task: ToolTask, config: AgentConfig, *, trajectory
                     environment: str | None = None, client: Any = None) -> Trajectory:
     """Reset ``env`` for ``task`` and let the model act until it stops calling tools."""
 
-    def brief(_: str, ctx: dict[str, Any]) -> tuple[str, str]:
-        return f"{INSTRUCTIONS}\n\n{ctx.get('initial_state') or ''}".strip(), task.description
+    def brief(_: str, ctx: SimContext) -> tuple[str, str]:
+        return f"{INSTRUCTIONS}\n\n{ctx.initial_state or ''}".strip(), task.description
 
     provenance = Provenance(source="real", environment=environment, task=task.template, seed=seed, agent=config.model)
     return await run_tool_agent(env, config, brief=brief, provenance=provenance, trajectory_id=trajectory_id,

@@ -22,6 +22,7 @@ from agentworld.envs.mcp.servers import Limits, server_spec
 from agentworld.envs.mcp.workspace import build_workspace, describe_workspace
 from agentworld.envs.sweep import MCP_PREFIX, sweep_leftovers
 from agentworld.tool_calls import ToolCallError
+from agentworld.trajectory import SimContext
 
 
 def parse_tool_call(action: str) -> tuple[str, dict[str, Any]] | str:
@@ -112,8 +113,8 @@ class McpEnv(Env):
         info = {"server": ref.server if ref else None, "is_error": bool(data.get("isError") or "error" in data)}
         return Step(dump_observation(data), 0.0, False, False, info)
 
-    def context(self) -> dict[str, Any]:
-        return dict(self._context)
+    def context(self) -> SimContext:
+        return SimContext.of(self._context)
 
     def _teardown(self) -> None:
         if self._hub is not None:

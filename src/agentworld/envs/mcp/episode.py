@@ -10,13 +10,13 @@ a model instead of a script.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentworld.envs.base import Env
-from agentworld.trajectory import Provenance, Trajectory, Turn
+from agentworld.envs.record import RecordTurns
+from agentworld.trajectory import Provenance, Trajectory
 
 ToolCall = dict[str, Any]
 Script = Callable[[], Generator[ToolCall, str, None]]
@@ -41,38 +41,22 @@ def action_text(call: ToolCall) -> str:
     return json.dumps({"name": call["name"], "arguments": call.get("arguments", {})}, ensure_ascii=False)
 
 
-def record_turn(env: Env, action: str) -> tuple[Turn, bool]:
-    t0 = time.time()
-    res = env.step(action)
-    info = {k: v for k, v in res.info.items() if isinstance(v, str | int | float | bool | type(None))}
-    turn = Turn(action=action, observation=res.observation, started_at=t0,
-                duration_s=time.time() - t0, metadata=info)
-    return turn, res.terminated or res.truncated
-
-
 def run_scripted(env: Env, task: ToolTask, *, trajectory_id: str, seed: int | None = None,
                  environment: str | None = None, max_turns: int = 40) -> Trajectory:
     """Reset ``env`` for ``task``, play its script and record every turn."""
     if task.script is None:
         raise ValueError(f"task {task.template!r} has no scripted policy")
-    env.reset(seed=seed, options=task.reset_options())
-    turns: list[Turn] = []
+    rec = RecordTurns(env)
+    rec.reset(seed=seed, options=task.reset_options())
     policy = task.script()
     try:
         call = next(policy)
-        while len(turns) < max_turns:
-            turn, done = record_turn(env, action_text(call))
-            turns.append(turn)
-            if done:
+        while len(rec.turns) < max_turns:
+            res = rec.step(action_text(call))
+            if res.terminated or res.truncated:
                 break
-            call = policy.send(turn.observation)
+            call = policy.send(res.observation)
     except StopIteration:
         pass
-    return Trajectory(
-        id=trajectory_id,
-        domain=env.domain,
-        provenance=Provenance(source="real", environment=environment, task=task.template, seed=seed,
-                              agent="scripted"),
-        turns=turns,
-        **env.context(),
-    )
+    return rec.trajectory(trajectory_id=trajectory_id, provenance=Provenance(
+        source="real", environment=environment, task=task.template, seed=seed, agent="scripted"))

@@ -9,6 +9,7 @@ from agentworld.envs.base import Env, Reset, Step
 from agentworld.envs.mcp.env import parse_tool_call
 from agentworld.envs.search.index import SearchEngine, default_corpus_dir
 from agentworld.envs.search.tools import TOOLS, SearchTools
+from agentworld.trajectory import SimContext
 
 
 class SearchEnv(Env):
@@ -39,8 +40,8 @@ class SearchEnv(Env):
         obs = self.tools.call(name, args)
         return Step(obs, 0.0, False, False, {"tool": name, "is_error": obs.startswith("Error: ")})
 
-    def context(self) -> dict[str, Any]:
+    def context(self) -> SimContext:
         counts = self.engine.manifest["counts"]
         state = "Offline web of {} pages ({}).".format(
             self.engine.manifest["pages"], ", ".join(f"{s}: {c['pages']}" for s, c in counts.items() if c["pages"]))
-        return {"task_description": self._task, "tools": TOOLS, "initial_state": state}
+        return SimContext(task_description=self._task, tools=TOOLS, initial_state=state)

@@ -14,7 +14,7 @@ from typing import Any
 from agentworld.envs.agent import AgentConfig, action_text, run_agent as run_tool_agent, text_calls
 from agentworld.envs.swe.env import SweEnv
 from agentworld.envs.swe.tools import tool_call
-from agentworld.trajectory import Provenance, Trajectory
+from agentworld.trajectory import Provenance, SimContext, Trajectory
 
 SYSTEM = (
     "You are a software engineer working in a sandboxed Linux machine. Use the tools to "
@@ -45,8 +45,8 @@ async def run_agent(env: SweEnv, config: AgentConfig, *, seed: int, trajectory_i
                     options: dict | None = None, client: Any = None) -> Trajectory:
     """Reset ``env`` with ``seed`` and let the model work until it stops or runs out of turns."""
 
-    def brief(task: str, ctx: dict[str, Any]) -> tuple[str, str]:
-        return SYSTEM, f"{task}\n\n{ctx.get('initial_state', '')}"
+    def brief(task: str, ctx: SimContext) -> tuple[str, str]:
+        return SYSTEM, f"{task}\n\n{ctx.initial_state or ''}"
 
     provenance = Provenance(source="real", environment=ENVIRONMENT, agent=config.model, seed=seed)
     return await run_tool_agent(env, config, brief=brief, provenance=provenance, trajectory_id=trajectory_id,

@@ -20,6 +20,7 @@ from agentworld.envs.swe import mutate, repos
 from agentworld.envs.swe.editor import Editor, SandboxFiles, ToolError
 from agentworld.envs.swe.tools import TOOLS, Bash, parse_action
 from agentworld.seeding import keyed_rng
+from agentworld.trajectory import SimContext
 
 # pytest's short summary: "FAILED tests/test_x.py::test_y[param] - AssertionError: ..."
 FAILED_RE = re.compile(r"^(?:FAILED|ERROR) (\S+?\.py(?:::.+?)?)(?: - .*)?$", re.M)
@@ -127,8 +128,8 @@ class SweEnv(Env):
             obs, info["error"] = f"ERROR:\n{exc}", True
         return Step(obs, 0.0, False, self.steps >= self.config.max_steps, info)
 
-    def context(self) -> dict[str, Any]:
-        return dict(self._context)
+    def context(self) -> SimContext:
+        return SimContext.of(self._context)
 
     def close(self) -> None:
         if self.sandbox is not None:

@@ -13,7 +13,7 @@ import json
 import shlex
 from collections.abc import Iterator
 
-from agentworld.envs.base import record_episode
+from agentworld.envs.record import record_episode
 from agentworld.envs.swe.env import SweEnv
 from agentworld.envs.swe.tools import tool_call
 from agentworld.seeding import keyed_rng
@@ -138,9 +138,8 @@ def scripted_repair(env: SweEnv, *, seed: int, trajectory_id: str, options: dict
     )
     assert env.bug is not None
     traj.provenance.task = f"repair:{env.bug.repo}:{env.bug.mutation.kind}"
-    # The injected bug travels with the trajectory (unknown fields are kept) for audits and replays.
-    traj.bug = {"repo": env.bug.repo, "mutation": env.bug.mutation.id,  # type: ignore[attr-defined]
-                "failing_tests": list(env.bug.failing_tests)}
+    # The injected bug travels with the trajectory for audits and replays.
+    traj.bug = {"repo": env.bug.repo, "mutation": env.bug.mutation.id, "failing_tests": list(env.bug.failing_tests)}
     return traj
 
 

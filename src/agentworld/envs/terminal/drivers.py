@@ -11,19 +11,18 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from agentworld.domains import get_domain
 from agentworld.envs.agent import AgentConfig as ToolAgentConfig, open_client
-from agentworld.envs.base import record_episode
+from agentworld.envs.record import RecordTurns, record_episode
 from agentworld.envs.terminal.env import TerminalEnv
 from agentworld.envs.terminal.keys import ActionError, parse_action
 from agentworld.envs.terminal.task import TerminalTask
 from agentworld.parsing import repair_json
-from agentworld.trajectory import Provenance, Trajectory, Turn
+from agentworld.trajectory import Provenance, Trajectory
 
 ENVIRONMENT = "terminal/debian-bookworm"
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
@@ -99,11 +98,12 @@ async def run_agent(env: TerminalEnv, task: TerminalTask, config: AgentConfig, *
     """Let the model act until it says done, runs out of steps, or stops giving actions."""
     own = client is None
     client = client or open_client(config)
+    rec = RecordTurns(env)
     try:
-        first = await asyncio.to_thread(env.reset, seed=seed, options={"task": task})
+        first = await asyncio.to_thread(rec.reset, seed=seed, options={"task": task})
         messages: list[dict[str, str]] = [{"role": "system", "content": agent_system_prompt(task)},
                                           {"role": "user", "content": first.observation}]
-        turns: list[Turn] = []
+        turns = rec.turns
         invalid = 0
         finished = "max_steps"
         while len(turns) < config.max_turns:
@@ -124,18 +124,14 @@ async def run_agent(env: TerminalEnv, task: TerminalTask, config: AgentConfig, *
                                  'list only, e.g. [{"keystrokes": "ls\\n", "duration": 1}].'})
                 continue
             invalid = 0
-            t0 = time.time()
-            res = await asyncio.to_thread(env.step, action)
-            turns.append(Turn(action=action, observation=res.observation, started_at=t0,
-                              duration_s=time.time() - t0, metadata=dict(res.info)))
+            res = await asyncio.to_thread(rec.step, action)
             messages.append({"role": "user", "content": res.observation})
             if res.terminated or res.truncated:
                 finished = "terminated"
                 break
-        prov = _provenance(task, seed, config.model).model_dump()
-        prov["finished"] = finished
-        return Trajectory(id=trajectory_id, domain="terminal", provenance=Provenance.model_validate(prov),
-                          turns=turns, **env.context())
+        prov = _provenance(task, seed, config.model)
+        prov.finished = finished
+        return rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
     finally:
         if own:
             await client.close()

@@ -29,6 +29,7 @@ from agentworld.envs.sandbox import Limits, Sandbox, ensure_rootfs
 from agentworld.envs.terminal.keys import ActionError, parse_action
 from agentworld.envs.terminal.task import TerminalTask
 from agentworld.envs.terminal.tmux import BASHRC, TITLE_PREFIX, PaneGone, PaneState, TmuxPane
+from agentworld.trajectory import SimContext
 
 # Run inside the sandbox at reset; what a person sees when they first look around.
 _STATE_SCRIPT = r"""
@@ -210,9 +211,9 @@ class TerminalEnv(Env):
             raise
         return child
 
-    def context(self) -> dict[str, Any]:
-        return {"task_description": self.task.description if self.task else "",
-                "initial_state": self.initial_state or None}
+    def context(self) -> SimContext:
+        return SimContext(task_description=self.task.description if self.task else "",
+                          initial_state=self.initial_state or None)
 
     def close(self) -> None:
         if self.pane is not None:

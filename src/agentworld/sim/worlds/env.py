@@ -20,6 +20,7 @@ from agentworld.sim.ledger import Conflict, parse_tool_call
 from agentworld.sim.scenario import Scenario
 from agentworld.sim.worlds.build import Question, load_questions, questions_path
 from agentworld.sim.worlds.pages import FictionalWorld
+from agentworld.trajectory import SimContext
 
 TOOLS: list[dict[str, Any]] = [
     {"name": "web_search", "description": "Search the web.",
@@ -125,8 +126,8 @@ class FictionalSearchEnv(Env):
             return f"removed {key}" if self.memory.pop(key, None) is not None else f"no entry for {key}"
         return json.dumps(self.memory, ensure_ascii=False)
 
-    def context(self) -> dict[str, Any]:
-        return {"task_description": self.question.text, "tools": TOOLS}
+    def context(self) -> SimContext:
+        return SimContext(task_description=self.question.text, tools=TOOLS)
 
     def sim_scenario(self, first_observation: str) -> Scenario:
         """The scenario a simulator needs to play this episode (the question's hidden facts)."""
