@@ -4,6 +4,10 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
+from test_sim_fixtures import mcp_trajectories, terminal_trajectories
+
+from agentworld.models import WorldModel, load_backend
+from agentworld.trajectory import write_trajectories
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -40,3 +44,24 @@ def host_http_port() -> Iterator[int]:
         yield httpd.server_address[1]
     finally:
         httpd.shutdown()
+
+
+# -- simulator tests: retrieval world models over the recorded turns of test_sim_fixtures --
+
+
+@pytest.fixture
+def terminal_wm(tmp_path: Path) -> WorldModel:
+    write_trajectories(tmp_path / "terminal.jsonl", terminal_trajectories())
+    return WorldModel(load_backend("retrieval", source=tmp_path / "terminal.jsonl", domain="terminal"))
+
+
+@pytest.fixture
+def mcp_source(tmp_path: Path) -> Path:
+    path = tmp_path / "mcp.jsonl"
+    write_trajectories(path, mcp_trajectories())
+    return path
+
+
+@pytest.fixture
+def mcp_wm(mcp_source: Path) -> WorldModel:
+    return WorldModel(load_backend("retrieval", source=mcp_source, domain="mcp"))

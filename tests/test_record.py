@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from test_sim_fixtures import ks, screen, terminal_wm  # noqa: F401 (fixture)
+from test_sim_fixtures import ks, screen
 
 from agentworld.envs import Env, InfoNotJSON, RecordTurns, Reset, Step, record_episode, sanitize_info
 from agentworld.envs.terminal import TerminalEnv

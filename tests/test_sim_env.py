@@ -7,9 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_sim_fixtures import (  # noqa: F401 (fixtures)
-    READ_TOOLS, call, ks, mcp_trajectories, mcp_source, mcp_wm, screen, terminal_trajectories, terminal_wm,
-)
+from test_sim_fixtures import READ_TOOLS, call, ks, mcp_trajectories, screen, terminal_trajectories
 
 from agentworld.models import CacheMiss, ResponseCache, WorldModel, load_backend
 from agentworld.sim import FAILED, PerturbationSpec, Scenario, SimEnv

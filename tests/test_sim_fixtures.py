@@ -9,14 +9,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-from pathlib import Path
-
-import pytest
 
 from agentworld.launch import free_port
-from agentworld.models import WorldModel, load_backend
 from agentworld.serving import ServerPolicy, uvicorn_config
-from agentworld.trajectory import Trajectory, Turn, write_trajectories
+from agentworld.trajectory import Trajectory, Turn
 
 P = "root@sandbox:/workspace#"
 READ_TOOLS = [
@@ -66,24 +62,6 @@ def mcp_trajectories() -> list[Trajectory]:
         Turn(action=call("write_file", path="/data/b.txt", content="beta"), observation=result("Successfully wrote to /data/b.txt")),
         Turn(action=call("list_items"), observation=result(items)),
     ])]
-
-
-@pytest.fixture
-def terminal_wm(tmp_path: Path) -> WorldModel:
-    write_trajectories(tmp_path / "terminal.jsonl", terminal_trajectories())
-    return WorldModel(load_backend("retrieval", source=tmp_path / "terminal.jsonl", domain="terminal"))
-
-
-@pytest.fixture
-def mcp_source(tmp_path: Path) -> Path:
-    path = tmp_path / "mcp.jsonl"
-    write_trajectories(path, mcp_trajectories())
-    return path
-
-
-@pytest.fixture
-def mcp_wm(mcp_source: Path) -> WorldModel:
-    return WorldModel(load_backend("retrieval", source=mcp_source, domain="mcp"))
 
 
 class ServerThread:

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from test_sim_fixtures import READ_TOOLS, ServerThread, mcp_source, mcp_wm  # noqa: F401 (fixtures)
+from test_sim_fixtures import READ_TOOLS, ServerThread
 
 from agentworld.sim import PerturbationSpec, Scenario, SimEnv
 from agentworld.sim.mcp_facade import SimulatedToolServer, mcp_tool, tool_result

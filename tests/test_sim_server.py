@@ -8,7 +8,7 @@ import time
 
 import httpx
 import pytest
-from test_sim_fixtures import ServerThread, ks, screen, terminal_wm  # noqa: F401 (fixture)
+from test_sim_fixtures import ServerThread, ks, screen
 
 from agentworld.serving import ServerPolicy
 from agentworld.sim import Scenario
