@@ -98,3 +98,11 @@ def build_tiny_checkpoint(
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+if __name__ == "__main__":  # python -m agentworld.models.tiny FOLDER: for recipes and smoke runs
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m agentworld.models.tiny FOLDER")
+    print(build_tiny_checkpoint(sys.argv[1]))
