@@ -1,6 +1,7 @@
 """MCP: the agent calls tools declared by MCP servers; the observation is the tool result."""
 
 from agentworld.domains._spec import DomainSpec
+from agentworld.domains.toolcall import effects  # what a call did: see agentworld.domains.toolcall
 
 SPEC = DomainSpec(
     name="mcp",
@@ -20,3 +21,5 @@ SPEC = DomainSpec(
     ),
     tools_define_actions=True,
 )
+
+__all__ = ["SPEC", "effects"]

@@ -1,6 +1,10 @@
 """Search: web search, page extraction and a key-value memory; observations are result pages."""
 
+from collections.abc import Mapping
+
 from agentworld.domains._spec import DomainSpec
+from agentworld.domains.effects import Effect, Effects
+from agentworld.tool_calls import read_tool_call
 
 SPEC = DomainSpec(
     name="search",
@@ -22,3 +26,21 @@ SPEC = DomainSpec(
         "short status line."
     ),
 )
+
+
+def effects(action: str, observation: str = "", *, env: Mapping[str, str] | None = None) -> Effects:
+    """What a search-domain call did: memory entries set or removed, pages extracted
+    (their first 4000 characters, which later extractions must agree with)."""
+    call = read_tool_call(action)
+    if call is None:
+        return Effects()
+    name, args = call
+    if name == "dict_memory":
+        op, key = args.get("op"), args.get("key")
+        if op in ("add", "update") and key is not None:
+            return Effects([Effect("remember", str(key), str(args.get("value", "")))])
+        if op == "remove" and key is not None:
+            return Effects([Effect("forget", str(key))])
+    elif name == "web_extractor" and isinstance(args.get("url"), str):
+        return Effects([Effect("extract", args["url"], observation[:4000])])
+    return Effects()

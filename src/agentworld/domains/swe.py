@@ -1,6 +1,7 @@
 """SWE: a coding agent edits a repository through file and shell tools."""
 
 from agentworld.domains._spec import DomainSpec
+from agentworld.domains.toolcall import effects  # what a call did: see agentworld.domains.toolcall
 
 SPEC = DomainSpec(
     name="swe",
@@ -19,3 +20,5 @@ SPEC = DomainSpec(
     ),
     tools_define_actions=True,
 )
+
+__all__ = ["SPEC", "effects"]

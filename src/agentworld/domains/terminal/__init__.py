@@ -1,6 +1,15 @@
-"""Terminal: the agent types keystrokes into a shell; the observation is the screen."""
+"""Terminal: the agent types keystrokes into a shell; the observation is the screen.
+
+The domain's knowledge, one module each: the action format (:mod:`.keys`: keystroke
+batches, the text they type), the screen format (:mod:`.screen`: the shell prompt), the
+shell reading (:mod:`.shell`: words, commands, here-documents) and what an action did
+(:mod:`.effects`).
+"""
 
 from agentworld.domains._spec import DomainSpec
+from agentworld.domains.terminal.effects import effects
+from agentworld.domains.terminal.keys import ActionError, Batch, action_json, parse_action, typed_text
+from agentworld.domains.terminal.screen import last_prompt
 
 SPEC = DomainSpec(
     name="terminal",
@@ -22,3 +31,5 @@ SPEC = DomainSpec(
         "programs (less, vim, nano, top) show their screen as drawn."
     ),
 )
+
+__all__ = ["SPEC", "ActionError", "Batch", "action_json", "effects", "last_prompt", "parse_action", "typed_text"]
