@@ -25,6 +25,12 @@ SPEC = DomainSpec(
         "URLs give an error message. Memory operations answer with the stored value or a "
         "short status line."
     ),
+    judge_guidance=(
+        "The observation is a search results page (numbered `[n] url` blocks with Title, "
+        "Snippet and Date lines), an extracted page, or a memory answer. Check the "
+        "layout, that results are on topic for the query, that dates and URLs look real, "
+        "and that notes stored with dict_memory are returned exactly."
+    ),
 )
 
 

@@ -30,6 +30,13 @@ SPEC = DomainSpec(
         "running after `duration` shows only its partial output and no new prompt. Full-screen "
         "programs (less, vim, nano, top) show their screen as drawn."
     ),
+    judge_guidance=(
+        "The observation is a terminal screen. Check the echoed command line, the prompt "
+        "(user, host, working directory), and the output: results computed from files "
+        "written in the session, echoed text and exit behaviour must be exact; listings "
+        "of directories never shown, versions and other pre-existing content need only be "
+        "plausible; PIDs, timestamps and sizes need the right format and range."
+    ),
 )
 
 __all__ = ["SPEC", "ActionError", "Batch", "action_json", "effects", "last_prompt", "parse_action", "typed_text"]
