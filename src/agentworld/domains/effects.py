@@ -13,6 +13,7 @@ resolves them against its working directory, a verifier compares them as written
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -59,9 +60,10 @@ class Effects:
     def of(self, *kinds: EffectKind) -> list[Effect]:
         return [op for op in self.ops if op.kind in kinds]
 
-    def written(self) -> dict[str, str]:
-        """Path (as written) -> the content the action left there."""
-        out: dict[str, str] = {}
+    def written(self, before: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Path (as written) -> the content the action left there; appends extend what
+        ``before`` (the files earlier actions left) holds."""
+        out: dict[str, str] = dict(before or {})
         for op in self.of("write"):
             out[op.target] = (out.get(op.target, "") if op.append else "") + op.value
         return out

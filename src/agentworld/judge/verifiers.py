@@ -147,7 +147,7 @@ def derive_specs(traj: Trajectory, turn_idx: int) -> list[VerifierSpec]:
     if reads := now.reads():
         written: dict[str, str] = {}
         for eff in before:
-            written.update(eff.written())
+            written = eff.written(written)
         for path in reads:
             body = written.get(path) or next((b for p, b in written.items() if _basename(p) == _basename(path)), None)
             if body:
