@@ -10,59 +10,60 @@ from __future__ import annotations
 
 import re
 
+_LINES = re.IGNORECASE | re.MULTILINE
+
+
+def _compile(flags: int, *patterns: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p, flags) for p in patterns)
+
+
 # Lines environments print when an action failed.
-ERROR_PATTERNS = tuple(
-    re.compile(p, re.IGNORECASE | re.MULTILINE)
-    for p in (
-        r"command not found",
-        r"no such file or directory",
-        r"^traceback \(most recent call last\)",
-        r"^\w*(error|exception)\b.*:",
-        r"^error\b",
-        r"\berrno \d+",
-        r"permission denied",
-        r"syntax error",
-        r"invalid (argument|option|syntax|json|arguments|parameter)",
-        r"unknown (tool|command|option)",
-        r"\"iserror\":\s*true",
-        r"usage: ",
-    )
+ERROR_PATTERNS = _compile(
+    _LINES,
+    r"command not found",
+    r"no such file or directory",
+    r"^traceback \(most recent call last\)",
+    r"^\w*(error|exception)\b.*:",
+    r"^error\b",
+    r"\berrno \d+",
+    r"permission denied",
+    r"syntax error",
+    r"invalid (argument|option|syntax|json|arguments|parameter)",
+    r"unknown (tool|command|option)",
+    r"\"iserror\":\s*true",
+    r"usage: ",
 )
 
 # Errors that say the action itself was not understood (as opposed to a well-formed
 # action failing on the state, e.g. a missing file, which is worth learning).
-REJECTED_PATTERNS = tuple(
-    re.compile(p, re.IGNORECASE | re.MULTILINE)
-    for p in (
-        r"command not found",
-        r"syntax error",
-        r"invalid (argument|option|syntax|json|arguments|parameter|input|action)",
-        r"unknown (tool|command|option|action)",
-        r"usage: ",
-        r"validation error",
-        r"missing (required|\d+ required)",
-        r"(parse|parsing|decode) error",
-        r"malformed",
-        r"unexpected (token|eof|end of)",
-        r"unrecognized (arguments|option)",
-    )
+REJECTED_PATTERNS = _compile(
+    _LINES,
+    r"command not found",
+    r"syntax error",
+    r"invalid (argument|option|syntax|json|arguments|parameter|input|action)",
+    r"unknown (tool|command|option|action)",
+    r"usage: ",
+    r"validation error",
+    r"missing (required|\d+ required)",
+    r"(parse|parsing|decode) error",
+    r"malformed",
+    r"unexpected (token|eof|end of)",
+    r"unrecognized (arguments|option)",
 )
 
 # Environment-side failures of GUI environments (browser, desktop, device), as opposed
 # to the agent's mistakes, which are legitimate observations.
-ENV_FAILURE_PATTERNS = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"net::err_",
-        r"target (page|context|browser).{0,40}(closed|crashed)",
-        r"browser has (been )?(closed|disconnected)",
-        r"timeout \d+ ?ms exceeded",
-        r"device (offline|not found)",
-        r"adb: (error|device)",
-        r"accessibility tree (unavailable|could not be read)",
-        r"x11 connection (broke|refused)",
-        r"cannot open display",
-    )
+ENV_FAILURE_PATTERNS = _compile(
+    re.IGNORECASE,
+    r"net::err_",
+    r"target (page|context|browser).{0,40}(closed|crashed)",
+    r"browser has (been )?(closed|disconnected)",
+    r"timeout \d+ ?ms exceeded",
+    r"device (offline|not found)",
+    r"adb: (error|device)",
+    r"accessibility tree (unavailable|could not be read)",
+    r"x11 connection (broke|refused)",
+    r"cannot open display",
 )
 
 
