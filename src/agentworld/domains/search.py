@@ -1,5 +1,6 @@
 """Search: web search, page extraction and a key-value memory; observations are result pages."""
 
+import re
 from collections.abc import Mapping
 
 from agentworld.domains._spec import DomainSpec
@@ -32,6 +33,21 @@ SPEC = DomainSpec(
         "and that notes stored with dict_memory are returned exactly."
     ),
 )
+
+HIT = re.compile(r"^[ \t]*\[(?P<n>\d+)\][ \t]+(?P<url>\S+)", re.MULTILINE)
+"""The head line of one search hit: ``[n] url``."""
+
+
+def result_blocks(text: str) -> list[tuple[int, str, list[str]]]:
+    """``(number, url, following lines)`` for each ``[n] url`` block of a results page."""
+    blocks: list[tuple[int, str, list[str]]] = []
+    for line in text.splitlines():
+        m = HIT.match(line)
+        if m:
+            blocks.append((int(m.group("n")), m.group("url"), []))
+        elif blocks:
+            blocks[-1][2].append(line.strip())
+    return blocks
 
 
 def effects(action: str, observation: str = "", *, env: Mapping[str, str] | None = None) -> Effects:

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, Field, model_validator
 
+from agentworld.domains.search import HIT
 from agentworld.domains.terminal import typed_text
 from agentworld.domains.terminal.screen import final_prompt_line, strip_final_prompt
 from agentworld.seeding import unit_hash
@@ -177,9 +177,6 @@ def apply_mechanical(domain: str, observation: str, injection: Injection, params
     return observation
 
 
-_HIT = re.compile(r"^\[\d+\] ", re.MULTILINE)
-
-
 def paginate(observation: str, page_size: int) -> str:
     """First page of a list-like observation: JSON arrays, numbered search hits, or lines."""
     try:
@@ -191,7 +188,7 @@ def paginate(observation: str, page_size: int) -> str:
         if rest:
             return json.dumps(paged, ensure_ascii=False)
         return observation
-    hits = [m.start() for m in _HIT.finditer(observation)]
+    hits = [m.start() for m in HIT.finditer(observation)]
     if len(hits) > page_size:
         return observation[: hits[page_size]].rstrip() + f"\n\n(page 1; {len(hits) - page_size} more result(s) on the next page)"
     lines = observation.splitlines()
