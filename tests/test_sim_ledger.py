@@ -130,7 +130,7 @@ def test_shell_words_match_shlex_where_both_follow_posix():
     import random
     import shlex
 
-    from agentworld.sim.ledger.terminal import split_words
+    from agentworld.domains.terminal.shell import split_words
 
     rng = random.Random(0)
     for _ in range(5000):  # '#' inside a word and '\$' in double quotes follow bash instead

@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentworld.domains import get_domain
+from agentworld.domains.errors import (  # noqa: F401  (re-exported: the filters' vocabulary)
+    ENV_FAILURE_PATTERNS,
+    ERROR_PATTERNS,
+    REJECTED_PATTERNS,
+    REJECTION_MAX_CHARS,
+    is_error,
+    is_rejected,
+)
 from agentworld.tool_calls import call_name
 from agentworld.trajectory import Trajectory, Turn
 
@@ -33,82 +40,8 @@ SKIP_LOSS = "skip_loss"
 
 _EMPTY_ACTIONS = {"", "{}", "[]", "null", '""', "''", "none"}
 
-# Lines environments print when an action failed. Anchored on wording, not on the
-# domain, because retries happen in every text domain.
-ERROR_PATTERNS = tuple(
-    re.compile(p, re.IGNORECASE | re.MULTILINE)
-    for p in (
-        r"command not found",
-        r"no such file or directory",
-        r"^traceback \(most recent call last\)",
-        r"^\w*(error|exception)\b.*:",
-        r"^error\b",
-        r"\berrno \d+",
-        r"permission denied",
-        r"syntax error",
-        r"invalid (argument|option|syntax|json|arguments|parameter)",
-        r"unknown (tool|command|option)",
-        r"\"iserror\":\s*true",
-        r"usage: ",
-    )
-)
-
-# Errors that say the action itself was not understood (as opposed to a well-formed
-# action failing on the state, e.g. a missing file, which is worth learning).
-REJECTED_PATTERNS = tuple(
-    re.compile(p, re.IGNORECASE | re.MULTILINE)
-    for p in (
-        r"command not found",
-        r"syntax error",
-        r"invalid (argument|option|syntax|json|arguments|parameter|input|action)",
-        r"unknown (tool|command|option|action)",
-        r"usage: ",
-        r"validation error",
-        r"missing (required|\d+ required)",
-        r"(parse|parsing|decode) error",
-        r"malformed",
-        r"unexpected (token|eof|end of)",
-        r"unrecognized (arguments|option)",
-    )
-)
-
-# Environment-side failures of GUI environments (browser, desktop, device), as opposed
-# to the agent's mistakes, which are legitimate observations.
-ENV_FAILURE_PATTERNS = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"net::err_",
-        r"target (page|context|browser).{0,40}(closed|crashed)",
-        r"browser has (been )?(closed|disconnected)",
-        r"timeout \d+ ?ms exceeded",
-        r"device (offline|not found)",
-        r"adb: (error|device)",
-        r"accessibility tree (unavailable|could not be read)",
-        r"x11 connection (broke|refused)",
-        r"cannot open display",
-    )
-)
-
-
 def is_empty_action(action: str) -> bool:
     return action.strip().lower() in _EMPTY_ACTIONS
-
-
-def is_error(observation: str) -> bool:
-    """Whether an observation reports that the action failed."""
-    return any(p.search(observation) for p in ERROR_PATTERNS)
-
-
-REJECTION_MAX_CHARS = 1500
-"""A "not understood" answer is a short error; longer observations (pages, manuals that
-mention "usage:" or "syntax error") are content, never a rejection."""
-
-
-def is_rejected(observation: str) -> bool:
-    """Whether an observation says the action was malformed (the garbage of a retry cycle)."""
-    if len(observation) > REJECTION_MAX_CHARS:
-        return False
-    return any(p.search(observation) for p in REJECTED_PATTERNS)
 
 
 def env_failure(turn: Turn) -> str | None:

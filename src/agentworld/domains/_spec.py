@@ -1,8 +1,9 @@
 """What every domain module declares: the knowledge that differs by domain.
 
-Prompt wording, action format and observation format live here (one module per
-domain); the offline rule scorer for a domain lives in ``agentworld.judge.rules.<domain>``
-and the executable RL verifiers in ``agentworld.judge.verifiers``.
+Prompt wording, action format, observation format and the LLM judge's guidance live
+here (one home per domain, with its parsing and its effects extractor); the offline rule
+scorer for a domain lives in ``agentworld.judge.rules.<domain>`` and the executable RL
+verifiers in ``agentworld.judge.verifiers``.
 """
 
 from __future__ import annotations
@@ -24,3 +25,5 @@ class DomainSpec:
     """True where the action space is the trajectory's own tool schemas (mcp, swe)."""
     gui: bool = False
     """True for GUI domains, whose filters and scorers read structured trees."""
+    judge_guidance: str = ""
+    """What the LLM judge checks in this domain's observations (one paragraph of its prompt)."""

@@ -19,4 +19,9 @@ SPEC = DomainSpec(
         "starting from the focused activity."
     ),
     gui=True,
+    judge_guidance=(
+        "The observation is an Android view hierarchy in HTML-like form. Check that the "
+        "gesture's effect shows (the new screen, typed text, toggled flags), that ids and "
+        "classes are consistent with earlier screens, and that the markup is well formed."
+    ),
 )

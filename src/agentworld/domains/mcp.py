@@ -1,6 +1,7 @@
 """MCP: the agent calls tools declared by MCP servers; the observation is the tool result."""
 
 from agentworld.domains._spec import DomainSpec
+from agentworld.domains.toolcall import effects  # what a call did: see agentworld.domains.toolcall
 
 SPEC = DomainSpec(
     name="mcp",
@@ -19,4 +20,12 @@ SPEC = DomainSpec(
         '("isError": true with the server\'s error text).'
     ),
     tools_define_actions=True,
+    judge_guidance=(
+        "The observation is an MCP tool result. Check that it is JSON shaped like the "
+        "real result (content items, isError, structuredContent), that success versus "
+        "error matches, and that values written earlier in the session (created ids, "
+        "stored entities, file contents) come back unchanged."
+    ),
 )
+
+__all__ = ["SPEC", "effects"]

@@ -18,4 +18,10 @@ SPEC = DomainSpec(
         "shown as a Python traceback."
     ),
     gui=True,
+    judge_guidance=(
+        "The observation is a desktop accessibility tree with roles, names, positions and "
+        "sizes, plus window state. Check that the action's effect shows (dialogs opened, "
+        "text typed, focus moved), that geometry is plausible and consistent, and that "
+        "untouched windows keep their state."
+    ),
 )

@@ -1,6 +1,7 @@
 """SWE: a coding agent edits a repository through file and shell tools."""
 
 from agentworld.domains._spec import DomainSpec
+from agentworld.domains.toolcall import effects  # what a call did: see agentworld.domains.toolcall
 
 SPEC = DomainSpec(
     name="swe",
@@ -18,4 +19,12 @@ SPEC = DomainSpec(
         "tests) are reproduced as the tool reports them."
     ),
     tools_define_actions=True,
+    judge_guidance=(
+        "The observation is the output of a file or shell tool in a repository. File "
+        "views must show the content as last written in the session with correct line "
+        "numbers; edit confirmations, test runs and error messages must match what the "
+        "tool prints for that input."
+    ),
 )
+
+__all__ = ["SPEC", "effects"]

@@ -19,4 +19,10 @@ SPEC = DomainSpec(
         "missing ids fail with an error line and leave the page unchanged."
     ),
     gui=True,
+    judge_guidance=(
+        "The observation is a browser page state: URL, title, tabs and an accessibility "
+        "tree of `[bid] role 'name'` lines. Check that the action's effect shows (filled "
+        "values, navigation, focus), that element ids and roles stay stable, and that the "
+        "tree is well formed."
+    ),
 )

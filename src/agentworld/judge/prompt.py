@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentworld.domains import DOMAINS
+from agentworld.domains import DOMAINS, get_domain
 from agentworld.judge.base import DIMENSIONS
 from agentworld.parsing import EVAL_CLOSE, EVAL_OPEN, strip_marker
 
@@ -31,36 +31,8 @@ JUDGE_PROMPT_VERSION = "aw-judge-2"
 
 CONTENT_TYPES = ("deterministic", "pre-existing", "runtime", "mixed")
 
-DOMAIN_GUIDANCE: dict[str, str] = {
-    "mcp": "The observation is an MCP tool result. Check that it is JSON shaped like the "
-    "real result (content items, isError, structuredContent), that success versus error "
-    "matches, and that values written earlier in the session (created ids, stored "
-    "entities, file contents) come back unchanged.",
-    "search": "The observation is a search results page (numbered `[n] url` blocks with "
-    "Title, Snippet and Date lines), an extracted page, or a memory answer. Check the "
-    "layout, that results are on topic for the query, that dates and URLs look real, and "
-    "that notes stored with dict_memory are returned exactly.",
-    "terminal": "The observation is a terminal screen. Check the echoed command line, the "
-    "prompt (user, host, working directory), and the output: results computed from files "
-    "written in the session, echoed text and exit behaviour must be exact; listings of "
-    "directories never shown, versions and other pre-existing content need only be "
-    "plausible; PIDs, timestamps and sizes need the right format and range.",
-    "swe": "The observation is the output of a file or shell tool in a repository. File "
-    "views must show the content as last written in the session with correct line "
-    "numbers; edit confirmations, test runs and error messages must match what the tool "
-    "prints for that input.",
-    "web": "The observation is a browser page state: URL, title, tabs and an accessibility "
-    "tree of `[bid] role 'name'` lines. Check that the action's effect shows (filled "
-    "values, navigation, focus), that element ids and roles stay stable, and that the "
-    "tree is well formed.",
-    "os": "The observation is a desktop accessibility tree with roles, names, positions and "
-    "sizes, plus window state. Check that the action's effect shows (dialogs opened, text "
-    "typed, focus moved), that geometry is plausible and consistent, and that untouched "
-    "windows keep their state.",
-    "android": "The observation is an Android view hierarchy in HTML-like form. Check that "
-    "the gesture's effect shows (the new screen, typed text, toggled flags), that ids and "
-    "classes are consistent with earlier screens, and that the markup is well formed.",
-}
+DOMAIN_GUIDANCE: dict[str, str] = {d: get_domain(d).judge_guidance for d in DOMAINS}
+"""What the judge checks per domain; the wording lives with the domain (``DomainSpec.judge_guidance``)."""
 
 _RUBRIC = """You evaluate a world model: a model that plays an environment and predicts the
 observation the real environment returns after an agent's action. You get the session so

@@ -29,9 +29,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentworld.data.filters import ERROR_PATTERNS
+from agentworld.domains import action_effects, sql
+from agentworld.domains.errors import ERROR_PATTERNS, ERROR_SIGNATURES
+from agentworld.domains.terminal import typed_text
 from agentworld.parsing import Status, parse_prediction
-from agentworld.tool_calls import read_tool_call
 from agentworld.trajectory import Trajectory
 
 RULE_REWARD_MAX = 25.0
@@ -94,101 +95,6 @@ _MARKS = re.compile(
     r"|[A-Z]\w+(?:Error|Exception)|no space left on device|permission denied|timed? ?out|rate limit\w*)\b",
     re.IGNORECASE,
 )
-_REDIRECT = re.compile(r"(?:echo|printf)\s+(?P<q>['\"])(?P<body>.*?)(?P=q)\s*>>?\s*(?P<path>[\w./~-]+)", re.DOTALL)
-_HEREDOC = re.compile(r"cat\s*>>?\s*(?P<path>[\w./~-]+)\s*<<-?\s*['\"]?(?P<tag>\w+)['\"]?\n(?P<body>.*?)\n(?P=tag)", re.DOTALL)
-_READ = re.compile(r"\b(?:cat|head|tail|less|more|nl|grep\s+\S+)\s+(?P<path>[\w./~-]+)")
-_EXPORT = re.compile(r"\bexport\s+(?P<name>[A-Za-z_]\w*)=(?P<q>['\"]?)(?P<value>[^'\"\s;&|]+|[^'\"]*?)(?P=q)(?=[\s;&|]|$)")
-_INSERT = re.compile(r"insert\s+into\s+(?P<table>\w+)", re.IGNORECASE)
-_VALUES = re.compile(r"values\s*\(", re.IGNORECASE)
-# The first SELECT, then the first ``from <table>`` after it: two linear searches (one
-# lazy pattern spanning both rescanned the text from every "select" in it).
-_SELECT = re.compile(r"\bselect\b", re.IGNORECASE)
-_FROM = re.compile(r"\bfrom\s+(?P<table>\w+)", re.IGNORECASE)
-_LITERAL = re.compile(r"'((?:[^']|'')*)'|(?<![\w.])(-?\d+(?:\.\d+)?)(?![\w.])")
-_WRITE_TOOL = re.compile(r"create|add|insert|update|set|put|store|save|append", re.IGNORECASE)
-_READ_TOOL = re.compile(r"read|get|list|search|query|find|open|fetch|select", re.IGNORECASE)
-_PATH_KEYS = ("path", "file_path", "filename", "file")
-_CONTENT_KEYS = ("content", "text", "new_str", "file_text", "contents")
-
-
-#: the action text the derivations scan; their patterns are linear per match but some
-#: restart at every occurrence of a keyword, so one huge action gets a bounded prefix
-MAX_SCAN_CHARS = 1 << 16
-
-
-def _action_text(action: str) -> str:
-    """Shell text of an action (at most :data:`MAX_SCAN_CHARS`): terminal keystrokes joined,
-    a tool call's command, else the JSON."""
-    return _shell_text(action)[:MAX_SCAN_CHARS]
-
-
-def _shell_text(action: str) -> str:
-    try:
-        value = json.loads(action)
-    except json.JSONDecodeError:
-        return action
-    if isinstance(value, list) and all(isinstance(k, dict) and "keystrokes" in k for k in value):
-        return "".join(str(k["keystrokes"]) for k in value)
-    if call := read_tool_call(action):
-        command = call[1].get("command") or call[1].get("cmd")
-        if isinstance(command, str):
-            return command
-    return action
-
-
-def _inserts(text: str) -> list[tuple[str, str]]:
-    """``(table, "(rows...)")`` of each ``INSERT INTO t ... VALUES (...)`` in ``text``: the
-    VALUES before the statement's next ``;``, the rows up to the first ``)``. The next
-    VALUES, ``;`` and ``)`` are found once and reused while they lie ahead, so the scan is
-    linear however many INSERTs the text repeats."""
-    out: list[tuple[str, str]] = []
-    values: re.Match[str] | None = None
-    semi = close = -1
-    pos = 0
-    while head := _INSERT.search(text, pos):
-        start = pos = head.end()
-        if values is None or values.start() < start:
-            values = _VALUES.search(text, start)
-            if values is None:
-                break
-        if semi < start:
-            semi = text.find(";", start) % (len(text) + 1)  # none: the end
-        if values.start() >= semi:
-            continue
-        if close < values.end():
-            close = text.find(")", values.end())
-            if close < 0:
-                break
-        out.append((head.group("table"), text[values.end() - 1:close + 1]))
-        pos = close + 1
-    return out
-
-
-def _writes(action: str) -> dict[str, str]:
-    """Files an action writes: path -> content."""
-    out: dict[str, str] = {}
-    call = read_tool_call(action)
-    if call and re.search(r"write|create|edit|save|put", call[0], re.IGNORECASE):
-        path = next((call[1][k] for k in _PATH_KEYS if isinstance(call[1].get(k), str)), None)
-        body = next((call[1][k] for k in _CONTENT_KEYS if isinstance(call[1].get(k), str)), None)
-        if path and body:
-            out[path] = body
-    text = _action_text(action)
-    for m in _REDIRECT.finditer(text):
-        body = m.group("body").replace("\\n", "\n").replace("\\t", "\t")
-        out[m.group("path")] = body
-    for m in _HEREDOC.finditer(text):
-        out[m.group("path")] = m.group("body")
-    return out
-
-
-def _reads(action: str) -> set[str]:
-    call = read_tool_call(action)
-    paths = set()
-    if call and re.search(r"read|view|open|get|cat", call[0], re.IGNORECASE):
-        paths |= {v for k in _PATH_KEYS if isinstance(v := call[1].get(k), str)}
-    paths |= {m.group("path") for m in _READ.finditer(_action_text(action))}
-    return paths
 
 
 def _leaves(value: Any) -> list[str]:
@@ -234,51 +140,34 @@ def derive_specs(traj: Trajectory, turn_idx: int) -> list[VerifierSpec]:
 
     specs.append(_error_spec(truth))
 
-    reads = _reads(action)
-    if reads:
+    # What each action did, by the domain's own extractor, read from the action alone (a
+    # write counts whatever its screen said: the recorded observation is checked below).
+    now = action_effects(traj.domain, action)
+    before = [action_effects(traj.domain, t.action) for t in earlier]
+    if reads := now.reads():
         written: dict[str, str] = {}
-        for t in earlier:
-            written.update(_writes(t.action))
+        for eff in before:
+            written = eff.written(written)
         for path in reads:
             body = written.get(path) or next((b for p, b in written.items() if _basename(p) == _basename(path)), None)
             if body:
                 specs.append(_spec("write_read", _lines_in(body, truth), truth, f"reads back {path}"))
 
-    shell = _action_text(action)
-    for t in earlier:
-        for m in _EXPORT.finditer(_action_text(t.action)):
-            name, value = m.group("name"), m.group("value")
-            if value and re.search(rf"\$\{{?{re.escape(name)}\b", shell):
+    used = typed_text(action)
+    for eff in before:
+        for name, value in eff.env().items():
+            if value and re.search(rf"\$\{{?{re.escape(name)}\b", used):
                 specs.append(_spec("env_command", [value], truth, f"${name} = {value}"))
 
-    sel = (m := _SELECT.search(shell)) and _FROM.search(shell, m.end())
-    if sel:
-        table = sel.group("table").lower()
-        literals: list[str] = []
-        for t in earlier:
-            for name, rows in _inserts(_action_text(t.action)):
-                if name.lower() == table:
-                    literals += [(a or b).replace("''", "'") for a, b in _LITERAL.findall(rows)]
+    if table := next((t for q in now.sql() if (t := sql.queried_table(q))), None):
+        literals = [x for eff in before for q in eff.sql() for name, xs in sql.inserted_literals(q) if name.lower() == table for x in xs]
         specs.append(_spec("db_query", [x for x in literals if x and x in truth], truth, f"rows inserted into {table}"))
 
-    call = read_tool_call(action)
-    if call and _READ_TOOL.search(call[0]):
-        stored = [v for t in earlier if (c := read_tool_call(t.action)) and _WRITE_TOOL.search(c[0]) for v in _leaves(c[1])]
-        specs.append(_spec("db_query", [v for v in stored if v in truth], truth, f"{call[0]} returns stored records"))
+    if query := now.of("query"):
+        stored = [v for eff in before for op in eff.of("store") for v in _leaves(json.loads(op.value))]
+        specs.append(_spec("db_query", [v for v in stored if v in truth], truth, f"{query[0].target} returns stored records"))
 
     return [s for s in specs if s is not None]
-
-
-# What identifies an error independently of its wording around it, most specific first.
-_SIGNATURES = (
-    re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b"),
-    re.compile(r"\[?errno \d+\]?", re.IGNORECASE),
-    re.compile(
-        r"no such file or directory|command not found|permission denied|not a directory|is a directory"
-        r"|file exists|syntax error|connection refused|no space left on device|not found",
-        re.IGNORECASE,
-    ),
-)
 
 
 def _error_spec(truth: str) -> VerifierSpec | None:
@@ -290,7 +179,7 @@ def _error_spec(truth: str) -> VerifierSpec | None:
     if not any(p.search(truth) for p in ERROR_PATTERNS):
         return None
     found: list[str] = []
-    for pat in _SIGNATURES:
+    for pat in ERROR_SIGNATURES:
         found += [m.group(0) for m in pat.finditer(truth)]
     return _spec("error", found[:3], truth, "reproduces the error")
 

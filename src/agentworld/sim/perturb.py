@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, Field, model_validator
 
+from agentworld.domains.search import HIT
+from agentworld.domains.terminal import typed_text
+from agentworld.domains.terminal.screen import final_prompt_line, strip_final_prompt
 from agentworld.seeding import unit_hash
-from agentworld.sim.ledger import parse_tool_call
-from agentworld.sim.ledger.terminal import keystrokes_text
+from agentworld.tool_calls import read_tool_call
 
 Mode = Literal["semantic", "mechanical"]
 
@@ -141,10 +142,10 @@ class PerturbationSpec(BaseModel):
 
 def action_target(action: str) -> str:
     """The tool name of a tool call, else the first word of the typed command."""
-    call = parse_tool_call(action)
+    call = read_tool_call(action)
     if call is not None:
         return call[0]
-    words = keystrokes_text(action).split()
+    words = typed_text(action).split()
     return words[0] if words else ""
 
 
@@ -161,8 +162,8 @@ def apply_mechanical(domain: str, observation: str, injection: Injection, params
         if domain == "terminal":
             # A hung command shows its partial output and no new prompt.
             if kind == "timeout":
-                return _strip_prompt(observation)
-            return f"{_strip_prompt(observation)}\n{injection.target}: {message[len('Error: '):]}\n{_last_prompt(observation)}".strip("\n")
+                return strip_final_prompt(observation)
+            return f"{strip_final_prompt(observation)}\n{injection.target}: {message[len('Error: '):]}\n{final_prompt_line(observation)}".strip("\n")
         if domain in ("mcp", "swe"):
             return json.dumps({"content": [{"type": "text", "text": message}], "isError": True})
         return message
@@ -176,24 +177,6 @@ def apply_mechanical(domain: str, observation: str, injection: Injection, params
     return observation
 
 
-_PROMPT_LINE = re.compile(r"^[\w.-]+@[\w.-]+:\S*[#$] ?$")
-
-
-def _last_prompt(observation: str) -> str:
-    lines = observation.rstrip("\n").splitlines()
-    return lines[-1] if lines and _PROMPT_LINE.match(lines[-1]) else ""
-
-
-def _strip_prompt(observation: str) -> str:
-    lines = observation.rstrip("\n").splitlines()
-    if lines and _PROMPT_LINE.match(lines[-1]):
-        lines = lines[:-1]
-    return "\n".join(lines)
-
-
-_HIT = re.compile(r"^\[\d+\] ", re.MULTILINE)
-
-
 def paginate(observation: str, page_size: int) -> str:
     """First page of a list-like observation: JSON arrays, numbered search hits, or lines."""
     try:
@@ -205,7 +188,7 @@ def paginate(observation: str, page_size: int) -> str:
         if rest:
             return json.dumps(paged, ensure_ascii=False)
         return observation
-    hits = [m.start() for m in _HIT.finditer(observation)]
+    hits = [m.start() for m in HIT.finditer(observation)]
     if len(hits) > page_size:
         return observation[: hits[page_size]].rstrip() + f"\n\n(page 1; {len(hits) - page_size} more result(s) on the next page)"
     lines = observation.splitlines()

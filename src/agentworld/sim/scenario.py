@@ -8,18 +8,17 @@ summary is shown to the world model only, never to the agent.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentworld.domains import domain_of_task
+from agentworld.domains.terminal.screen import PROMPT_START as _LEADING_PROMPT
 from agentworld.prompts import build_system_prompt
 from agentworld.trajectory import SimContext, Trajectory
 
 
-_LEADING_PROMPT = re.compile(r"^[\w.-]+@[\w.-]+:\S+[#$] ")
 MAX_PATTERNS, MAX_PATTERN_CHARS = 32, 1000
 PATTERN_TIMEOUT_S = 0.5
 

@@ -12,6 +12,8 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from agentworld.domains.terminal.screen import PROMPT_START
+
 if TYPE_CHECKING:
     from agentworld.bench.format import BenchSample
 
@@ -125,7 +127,7 @@ def line_shape(line: str) -> str:
         lead = "numbered"
     elif body.startswith("<"):
         lead = "tag"
-    elif re.match(r"^\S+@\S+:.*[#$%]", body):
+    elif PROMPT_START.match(body):
         lead = "prompt"
     elif _KV_LINE.match(body) and not body.startswith(("http", "/")):
         lead = "key:"

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from agentworld.domains.search import result_blocks
 from agentworld.judge.rules._common import DomainRules, shape_similarity
 
-_HEAD = re.compile(r"^\s*\[(\d+)\]\s+(\S+)")
 _FIELDS = ("Title:", "Snippet:")
-
-
-def result_blocks(text: str) -> list[tuple[int, str, list[str]]]:
-    """``(number, url, following lines)`` for each ``[n] url`` block."""
-    blocks: list[tuple[int, str, list[str]]] = []
-    for line in text.splitlines():
-        m = _HEAD.match(line)
-        if m:
-            blocks.append((int(m.group(1)), m.group(2), []))
-        elif blocks:
-            blocks[-1][2].append(line.strip())
-    return blocks
 
 
 class SearchRules(DomainRules):

@@ -2,32 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from agentworld.judge.rules._common import DomainRules, norm, shape_similarity, text_lines
-
-PROMPT = re.compile(r"^(\S+@[\w.-]+):(\S*)\s*[#$%]\s*$")
-_PROMPT_PREFIX = re.compile(r"^(\S+@[\w.-]+:\S*\s*[#$%])\s?")
-
-
-def keystrokes(action: str) -> str:
-    """The typed text of a terminal action (the raw action when it is not a keystroke list)."""
-    from agentworld.envs.terminal.keys import ActionError, parse_action
-
-    try:
-        return "".join(b.keystrokes for b in parse_action(action) if not b.is_key)
-    except ActionError:
-        return action
-
-
-def last_prompt(text: str) -> str | None:
-    """The last shell prompt on a screen, e.g. ``root@sandbox:/workspace#``."""
-    for line in reversed(text.rstrip().splitlines()):
-        m = _PROMPT_PREFIX.match(line.strip())
-        if m:
-            return norm(m.group(1))
-    return None
+from agentworld.domains.terminal import last_prompt, typed_text
+from agentworld.domains.terminal.screen import PROMPT_LINE
+from agentworld.judge.rules._common import DomainRules, shape_similarity, text_lines
 
 
 class TerminalRules(DomainRules):
@@ -39,8 +18,8 @@ class TerminalRules(DomainRules):
         if t:
             # The first line echoes the command after the prompt (or continues the screen).
             checks["echo_line"] = bool(p) and p[0] == t[0]
-            ends_prompt = bool(PROMPT.match(t[-1]))
-            checks["final_prompt"] = bool(p) and bool(PROMPT.match(p[-1])) == ends_prompt
+            ends_prompt = bool(PROMPT_LINE.match(t[-1]))
+            checks["final_prompt"] = bool(p) and bool(PROMPT_LINE.match(p[-1])) == ends_prompt
         checks["no_chat_wrapping"] = "```" not in pred or "```" in truth
         shape = shape_similarity(pred, truth)
         checks["line_shapes"] = shape >= 0.5
@@ -51,7 +30,7 @@ class TerminalRules(DomainRules):
         lines = super().determined(sample)
         # The echoed command line is fixed by the previous prompt and the keystrokes.
         truth = text_lines(sample.ground_truth)
-        typed = keystrokes(sample.action).split("\n", 1)[0].strip()
+        typed = typed_text(sample.action).split("\n", 1)[0].strip()
         if truth and typed and typed in truth[0] and truth[0] not in lines:
             lines.insert(0, truth[0])
         return lines
@@ -59,7 +38,7 @@ class TerminalRules(DomainRules):
     def contradictions(self, pred: str, sample: Any) -> list[str]:
         out = super().contradictions(pred, sample)
         # user@host never changes within a session unless the truth shows it changing.
-        seen = {m.group(1) for _, o in sample.history() for ln in o.splitlines() if (m := PROMPT.match(ln.strip()))}
+        seen = {m.group("who") for _, o in sample.history() for ln in o.splitlines() if (m := PROMPT_LINE.match(ln.strip()))}
         mine, truth = last_prompt(pred), last_prompt(sample.ground_truth)
         if seen and mine and truth:
             who = mine.split(":", 1)[0]

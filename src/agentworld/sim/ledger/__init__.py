@@ -1,24 +1,29 @@
-"""Per-session state ledgers with one rule module per domain family."""
+"""Per-session state ledgers, one per domain family; what an action did is read by the
+domain's extractor (``agentworld.domains.<domain>.effects``), the ledger applies it."""
 
 from __future__ import annotations
 
 from agentworld.domains import domain_of_task
-from agentworld.sim.ledger.base import Conflict, DomainRules, LedgerState, NoRules, parse_tool_call
-from agentworld.sim.ledger.search import SearchRules
-from agentworld.sim.ledger.terminal import TerminalRules
-from agentworld.sim.ledger.tools import ToolRules
+from agentworld.sim.ledger.base import Conflict, LedgerRules, LedgerState, NoLedger, parse_tool_call
+from agentworld.sim.ledger.search import SearchLedger
+from agentworld.sim.ledger.terminal import ShellLedger
+from agentworld.sim.ledger.tools import ToolLedger
 
 
-def rules_for(domain: str) -> DomainRules:
+def ledger_for(domain: str) -> LedgerRules:
     """The ledger rules of a domain (GUI domains have none yet)."""
     d = domain_of_task(domain)
     if d == "terminal":
-        return TerminalRules()
+        return ShellLedger()
     if d in ("mcp", "swe"):
-        return ToolRules()
+        return ToolLedger()
     if d == "search":
-        return SearchRules()
-    return NoRules()
+        return SearchLedger()
+    return NoLedger()
 
 
-__all__ = ["Conflict", "DomainRules", "LedgerState", "NoRules", "parse_tool_call", "rules_for"]
+rules_for = ledger_for
+"""Former name of :func:`ledger_for` (``agentworld.judge.rules.rules_for`` is the rule
+scorer's); kept until the simulator's modules import the new one."""
+
+__all__ = ["Conflict", "LedgerRules", "LedgerState", "NoLedger", "ledger_for", "parse_tool_call", "rules_for"]

@@ -1,7 +1,8 @@
 """The state ledger: facts a simulated session has established, and checks against them.
 
-A world model forgets; the ledger does not. After each turn a domain's rules read the
-action and the accepted observation and record what became true (a file and its content,
+A world model forgets; the ledger does not. After each turn a domain's ledger rules
+apply what the accepted action did (read by the domain's extractor,
+``agentworld.domains.<domain>.effects``) and record what became true (a file and its content,
 a deleted path, the working directory, an environment variable, a created id, a row, a
 memory entry). The ledger is rendered into the next prompt, and each new prediction is
 checked against it before it is accepted.
@@ -99,7 +100,7 @@ class LedgerState(BaseModel):
         return text if len(text) <= max_chars else text[: max_chars - 20] + "\n... (older facts cut)"
 
 
-class DomainRules(abc.ABC):
+class LedgerRules(abc.ABC):
     """How one domain's actions and observations change and test the ledger."""
 
     @abc.abstractmethod
@@ -111,7 +112,7 @@ class DomainRules(abc.ABC):
         """Conflicts between a candidate observation and the ledger (before ``update``)."""
 
 
-class NoRules(DomainRules):
+class NoLedger(LedgerRules):
     """Domains without extraction rules yet (GUI domains): nothing recorded, nothing flagged."""
 
     def update(self, state: LedgerState, action: str, observation: str) -> None:

@@ -1,10 +1,11 @@
-"""Ledger rules for the search domain: the key-value memory and pages already extracted."""
+"""The ledger for the search domain: the key-value memory and pages already extracted."""
 
 from __future__ import annotations
 
 import re
 
-from agentworld.sim.ledger.base import Conflict, DomainRules, LedgerState, parse_tool_call
+from agentworld.domains.search import effects
+from agentworld.sim.ledger.base import Conflict, LedgerRules, LedgerState, parse_tool_call
 
 _WORD = re.compile(r"\w+")
 
@@ -14,23 +15,18 @@ def _overlap(a: str, b: str) -> float:
     return len(wa & wb) / max(1, len(wa | wb))
 
 
-class SearchRules(DomainRules):
+class SearchLedger(LedgerRules):
     #: two extractions of one page must share at least this share of their words
     page_agreement: float = 0.5
 
     def update(self, state: LedgerState, action: str, observation: str) -> None:
-        call = parse_tool_call(action)
-        if call is None:
-            return
-        name, args = call
-        if name == "dict_memory":
-            op, key = args.get("op"), args.get("key")
-            if op in ("add", "update") and key is not None:
-                state.memory[str(key)] = str(args.get("value", ""))
-            elif op == "remove" and key is not None:
-                state.memory.pop(str(key), None)
-        elif name == "web_extractor" and isinstance(args.get("url"), str):
-            state.pages.setdefault(args["url"], observation[:4000])
+        for op in effects(action, observation).ops:
+            if op.kind == "remember":
+                state.memory[op.target] = op.value
+            elif op.kind == "forget":
+                state.memory.pop(op.target, None)
+            elif op.kind == "extract":
+                state.pages.setdefault(op.target, op.value)
 
     def check(self, state: LedgerState, action: str, observation: str) -> list[Conflict]:
         call = parse_tool_call(action)
