@@ -231,7 +231,7 @@ def test_two_judges_with_one_model_on_two_endpoints_stay_apart(tmp_path):
     pred_file = tmp_path / "preds.jsonl"
     pred_file.write_text("".join(p.model_dump_json() + "\n" for p in preds))
     judged = tmp_path / "preds.judged.jsonl"
-    with serve(store, "--domain", "terminal") as url_a, serve(store, "--domain", "terminal") as url_b:
+    with serve(store, "--opt", "domain=terminal") as url_a, serve(store, "--opt", "domain=terminal") as url_b:
         judge = ["bench", "judge", str(bench), "-p", str(pred_file), "-j", f"openai:judge@{url_a}", "-j", f"openai:judge@{url_b}",
                  "--judge-max-tokens", "256", "--retries", "1"]
         res = runner.invoke(app, judge)

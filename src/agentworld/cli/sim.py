@@ -10,6 +10,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from agentworld.cli._backend import BackendOpt, OptsOpt, load_cli_backend
 from agentworld.cli._common import console, fail, out
 
 app = typer.Typer(help="Serve a world model as an environment (Gym-style, HTTP/WebSocket, MCP).", no_args_is_help=True)
@@ -17,12 +18,6 @@ world_app = typer.Typer(help="Fictional worlds for search: build a world databas
 app.add_typer(world_app, name="world")
 
 # Shared options (typer has no option groups; these keep every command's flags identical).
-BACKEND = typer.Option("smol", "--backend", "-b", help="openai | hf | smol | retrieval")
-MODEL = typer.Option(None, "--model", help="Model name (openai backend).")
-PATH = typer.Option(None, "--path", help="Checkpoint folder (hf backend).")
-ADAPTER = typer.Option(None, "--adapter", help="PEFT adapter folder (hf, smol).")
-SOURCE = typer.Option(None, "--source", help="Trajectories or benchmark dir to index (retrieval backend).")
-BASE_URL = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint.")
 CACHE = typer.Option(None, "--cache", help="Response cache file (SQLite).")
 CACHE_MODE = typer.Option("rw", "--cache-mode", help="rw | replay (strict: a miss is an error) | off")
 SCENARIO = typer.Option(None, "--scenario", help="Scenario YAML/JSON file.")
@@ -39,11 +34,11 @@ TEMPERATURE = typer.Option(None, "--temperature")
 MAX_TOKENS = typer.Option(None, "--max-tokens")
 
 
-def _world_model(backend: str, model, path, adapter, source, base_url, cache, cache_mode, *, domain: str | None, concurrency: int = 4):
-    from agentworld.cli.predict import make_backend
+def _world_model(backend: str, opt: list[str] | None, cache, cache_mode, *, domain: str | None, concurrency: int = 4):
     from agentworld.models import ResponseCache, WorldModel
 
-    be = make_backend(backend, model=model, path=path, adapter=adapter, source=source, domain=domain, base_url=base_url)
+    # The retrieval index follows the scenario's domain unless the spec fixes one.
+    be = load_cli_backend(backend, opt, domain=domain)
     rc = None
     if cache is not None:
         try:
@@ -118,8 +113,7 @@ def _gen(temperature, max_tokens):
 
 @app.command()
 def serve(
-    backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER, source: Path = SOURCE,
-    base_url: str = BASE_URL, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
+    backend: BackendOpt = "smol", opt: OptsOpt = None, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
     scenario: Path = SCENARIO, trajectory: Path = TRAJECTORY, record_id: str = RECORD_ID, tools: Path = TOOLS,
     world: Path = WORLD, question: str = QUESTION, perturbations: Path = PERTURB, resample: int = RESAMPLE,
     temperature: float = TEMPERATURE, max_tokens: int = MAX_TOKENS,
@@ -139,7 +133,7 @@ def serve(
 
     sc, _ = _scenario_and_checks(scenario, trajectory, record_id, tools, world, question)
     spec = _perturbations(perturbations)
-    wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain, concurrency=concurrency)
+    wm = _world_model(backend, opt, cache, cache_mode, domain=sc.domain, concurrency=concurrency)
     limits = Limits(max_sessions=max_sessions, max_inflight=max_inflight, max_waiting=max_waiting)
     manager = SessionManager(wm, sc, perturbations=spec, config=_gen(temperature, max_tokens),
                              limits=limits, resample=resample, record=record)
@@ -161,8 +155,7 @@ def _policy(token: str | None, max_request_bytes: int):
 
 @app.command()
 def mcp(
-    backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER, source: Path = SOURCE,
-    base_url: str = BASE_URL, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
+    backend: BackendOpt = "smol", opt: OptsOpt = None, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
     scenario: Path = SCENARIO, trajectory: Path = TRAJECTORY, record_id: str = RECORD_ID, tools: Path = TOOLS,
     perturbations: Path = PERTURB, resample: int = RESAMPLE, seed: int = typer.Option(0, "--seed"),
     transport: str = typer.Option("stdio", "--transport", help="stdio | http (streamable HTTP at /mcp)"),
@@ -185,7 +178,7 @@ def mcp(
     if max_history < 0 or max_clients < 1:
         raise fail("--max-history must be >= 0 and --max-clients >= 1")
     policy = _policy(token, max_request_bytes)
-    wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
+    wm = _world_model(backend, opt, cache, cache_mode, domain=sc.domain)
     try:
         facade = SimulatedToolServer(SimEnv(wm, sc, perturbations=spec, resample=resample), seed=seed,
                                      history_turns=max_history, max_clients=max_clients,
@@ -240,8 +233,7 @@ def _run_stdio(facade) -> None:
 @app.command()
 def run(
     actions: Path = typer.Argument(..., help="Actions: a trajectory JSONL (its turns' actions) or a JSON list."),
-    backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER, source: Path = SOURCE,
-    base_url: str = BASE_URL, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
+    backend: BackendOpt = "smol", opt: OptsOpt = None, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
     scenario: Path = SCENARIO, record_id: str = RECORD_ID, tools: Path = TOOLS, world: Path = WORLD,
     question: str = QUESTION, perturbations: Path = PERTURB, resample: int = RESAMPLE,
     temperature: float = TEMPERATURE, max_tokens: int = MAX_TOKENS, seed: int = typer.Option(0, "--seed"),
@@ -259,7 +251,7 @@ def run(
     except InputError as exc:
         raise fail(str(exc), "give a trajectory JSONL or a JSON list of actions") from None
     spec = _perturbations(perturbations)
-    wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
+    wm = _world_model(backend, opt, cache, cache_mode, domain=sc.domain)
     env = SimEnv(wm, sc, perturbations=spec, config=_gen(temperature, max_tokens),
                  resample=resample, checks=checks)
     from agentworld.models import CacheMiss
@@ -288,8 +280,7 @@ def run(
 def replay(
     trajectory: Path = typer.Argument(..., help="A simulated trajectory written by `agentworld sim run`."),
     cache: Path = typer.Option(..., "--cache", help="The response cache the episode was recorded with."),
-    record_id: str = RECORD_ID, backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER,
-    source: Path = SOURCE, base_url: str = BASE_URL,
+    record_id: str = RECORD_ID, backend: BackendOpt = "smol", opt: OptsOpt = None,
 ) -> None:
     """Re-run a recorded simulated episode from the cache in strict replay mode and compare."""
     from agentworld.sim.loading import InputError, load_trajectory
@@ -299,7 +290,7 @@ def replay(
         traj = load_trajectory(trajectory, record_id)
     except InputError as exc:
         raise fail(str(exc)) from None
-    wm = _world_model(backend, model, path, adapter, source, base_url, cache, "replay", domain=traj.domain)
+    wm = _world_model(backend, opt, cache, "replay", domain=traj.domain)
     from agentworld.models import CacheMiss
 
     try:
@@ -313,8 +304,7 @@ def replay(
 def drift(
     env_id: str = typer.Option(..., "--env", help="Real environment id from the agentworld.envs registry (e.g. terminal-v1, fictional-search-v1)."),
     actions: Path = typer.Option(..., "--actions", help="Trajectory JSONL (its actions) or a JSON list of actions."),
-    record_id: str = RECORD_ID, backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER,
-    source: Path = SOURCE, base_url: str = BASE_URL, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
+    record_id: str = RECORD_ID, backend: BackendOpt = "smol", opt: OptsOpt = None, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
     world: Path = typer.Option(None, "--world", help="Fictional world database (the env's `world` argument)."),
     question: str = typer.Option(None, "--question", help="Question id of the world (the env's `question` argument)."),
     seed: int = typer.Option(0, "--seed"),
@@ -367,7 +357,7 @@ def drift(
     # fact checks) gives the simulator its own scenario and checks.
     sc = real.sim_scenario(first) if hasattr(real, "sim_scenario") else scenario_for(real, first)
     checks: list[Any] = real.sim_checks() if hasattr(real, "sim_checks") else []
-    wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
+    wm = _world_model(backend, opt, cache, cache_mode, domain=sc.domain)
     try:
         report = measure_drift(real, SimEnv(wm, sc, checks=checks), acts, env_name=env_id, seed=seed, mode=mode,
                                threshold=threshold, min_factuality=min_factuality, options=options)  # type: ignore[arg-type]
