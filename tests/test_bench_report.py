@@ -39,7 +39,7 @@ def test_cli_errors_are_clean(tmp_path):
     bench, src = make_bench(tmp_path, 1, turns=1)
     res = runner.invoke(app, ["bench", "infer", str(bench), "-o", str(tmp_path / "p.jsonl"), "-b", "retrieval", "--opt", "source"])
     assert res.exit_code == 2 and "KEY=VALUE" in res.output
-    res = runner.invoke(app, ["bench", "infer", str(bench), "-o", str(tmp_path / "p.jsonl"), "-b", "retrieval", "--domain", "web"])
+    res = runner.invoke(app, ["bench", "infer", str(bench), "-o", str(tmp_path / "p.jsonl"), "-b", f"retrieval:{src}", "--domain", "web"])
     assert res.exit_code == 2 and "no samples selected" in res.output
     preds = tmp_path / "p.jsonl"
     # A predictions file belongs to one backend: resuming another one into it is refused.

@@ -8,8 +8,9 @@ Grammar (every command, judge flag and YAML config uses it)::
 - ``TARGET``: the backend's main argument: the model name (``openai``), the checkpoint
   folder (``hf``), the adapter folder (``smol``), the trajectories to index (``retrieval``).
 - ``@URL``: the endpoint (``openai`` only).
-- ``,KEY=VALUE``: backend options; ``--opt KEY=VALUE`` (repeatable) adds more and takes
-  values verbatim, so a value holding a comma goes there.
+- ``,KEY=VALUE``: backend options; ``--opt KEY=VALUE`` (repeatable) adds more, or replaces
+  a part of the spec (``--opt model=other``), and takes values verbatim, so a value holding
+  a comma goes there.
 - ``LABEL=``: a display name; only judges (``-j NAME=openai:MODEL@URL``) take one.
 
 Examples: ``smol``, ``hf:ckpt/,precision=bf16``, ``retrieval:trajs.jsonl,domain=terminal``,
@@ -200,7 +201,7 @@ def _parse_text(text: str) -> BackendSpec:
             raise BackendSpecError(f"{text!r}: empty URL after '@'")
         given["base_url"] = url
     opts = dict(parse_option(p) for p in m["opts"].split(",")) if m["opts"] is not None else {}
-    return _build(name, m["label"], given, opts, where=text)
+    return _build(name, m["label"], given, opts, where=text, strict=True)
 
 
 def _kind(name: str, where: str) -> BackendKind:
@@ -209,8 +210,11 @@ def _kind(name: str, where: str) -> BackendKind:
     return KINDS[name]
 
 
-def _build(name: str, label: str | None, given: dict[str, Any], extra: dict[str, Any], *, where: str) -> BackendSpec:
-    """Merge ``extra`` options into ``given`` (typed values), check names and types."""
+def _build(name: str, label: str | None, given: dict[str, Any], extra: dict[str, Any], *, where: str,
+           strict: bool = False) -> BackendSpec:
+    """Merge ``extra`` options into ``given`` (typed values), check names and types. Within
+    one spec string a repeated option is an error (``strict``); options from a later layer
+    (``--opt``, a config's options mapping, a command-line override) win."""
     kind = _kind(name, where)
     values = dict(given)
     for key, value in extra.items():
@@ -218,7 +222,7 @@ def _build(name: str, label: str | None, given: dict[str, Any], extra: dict[str,
             raise BackendSpecError(
                 f"{where!r}: the {name} backend has no option {key!r}; its options: {', '.join(kind.options)}"
             )
-        if key in values and values[key] != _coerce(kind, key, value):
+        if strict and key in values:
             raise BackendSpecError(f"{where!r}: {key} is given twice ({values[key]!r} and {value!r})")
         values[key] = _coerce(kind, key, value)
     target = values.pop(kind.target, None) if kind.target else None
