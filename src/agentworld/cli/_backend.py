@@ -22,11 +22,15 @@ def backend_spec(text: str, opts: list[str] | None = None, *, allow_label: bool 
     """Parse ``text`` plus ``--opt`` pairs; ``defaults`` fill options the user left unset
     (e.g. the retrieval index's domain from the command's own ``--domain``)."""
     try:
-        spec = parse_backend_spec(text, opts, allow_label=allow_label)
-        unset = {k: v for k, v in defaults.items() if v is not None and k in spec.kind.options and k not in spec.kwargs()}
-        return spec.with_options(**unset) if unset else spec
+        return with_defaults(parse_backend_spec(text, opts, allow_label=allow_label), **defaults)
     except BackendSpecError as exc:
         raise fail(str(exc), f"see {flag} in --help for the spec grammar") from None
+
+
+def with_defaults(spec: BackendSpec, **defaults: Any) -> BackendSpec:
+    """``spec`` plus the ``defaults`` it takes and leaves unset (None: no default)."""
+    unset = {k: v for k, v in defaults.items() if v is not None and k in spec.kind.options and k not in spec.kwargs()}
+    return spec.with_options(**unset) if unset else spec
 
 
 def open_backend(spec: BackendSpec) -> Any:
@@ -42,5 +46,6 @@ def open_backend(spec: BackendSpec) -> Any:
 
 
 def load_cli_backend(text: str, opts: list[str] | None = None, **defaults: Any) -> Any:
-    """``--backend``/``--opt`` straight to a built backend."""
+    """``--backend``/``--opt`` straight to a built backend (for commands with nothing to
+    check before it)."""
     return open_backend(backend_spec(text, opts, **defaults))

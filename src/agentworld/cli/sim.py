@@ -10,7 +10,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from agentworld.cli._backend import BackendOpt, OptsOpt, load_cli_backend
+from agentworld.cli._backend import BackendOpt, OptsOpt, backend_spec, open_backend, with_defaults
 from agentworld.cli._common import console, fail, out
 
 app = typer.Typer(help="Serve a world model as an environment (Gym-style, HTTP/WebSocket, MCP).", no_args_is_help=True)
@@ -34,11 +34,13 @@ TEMPERATURE = typer.Option(None, "--temperature")
 MAX_TOKENS = typer.Option(None, "--max-tokens")
 
 
-def _world_model(backend: str, opt: list[str] | None, cache, cache_mode, *, domain: str | None, concurrency: int = 4):
+def _world_model(model_spec, cache, cache_mode, *, domain: str | None, concurrency: int = 4):
+    """The world model for a parsed ``--backend`` spec (parsed first, so a bad spec fails
+    before any scenario or environment work)."""
     from agentworld.models import ResponseCache, WorldModel
 
     # The retrieval index follows the scenario's domain unless the spec fixes one.
-    be = load_cli_backend(backend, opt, domain=domain)
+    be = open_backend(with_defaults(model_spec, domain=domain))
     rc = None
     if cache is not None:
         try:
@@ -127,13 +129,14 @@ def serve(
     token: str = TOKEN, max_request_bytes: int = MAX_REQUEST_BYTES,
 ) -> None:
     """Serve sessions over HTTP (/reset /step /state /close) and WebSocket (/ws), OpenEnv style."""
+    model_spec = backend_spec(backend, opt)
     from agentworld import serving
     from agentworld.sim.server import create_app
     from agentworld.sim.sessions import Limits, SessionManager
 
     sc, _ = _scenario_and_checks(scenario, trajectory, record_id, tools, world, question)
     spec = _perturbations(perturbations)
-    wm = _world_model(backend, opt, cache, cache_mode, domain=sc.domain, concurrency=concurrency)
+    wm = _world_model(model_spec, cache, cache_mode, domain=sc.domain, concurrency=concurrency)
     limits = Limits(max_sessions=max_sessions, max_inflight=max_inflight, max_waiting=max_waiting)
     manager = SessionManager(wm, sc, perturbations=spec, config=_gen(temperature, max_tokens),
                              limits=limits, resample=resample, record=record)
@@ -167,6 +170,7 @@ def mcp(
     token: str = TOKEN, max_request_bytes: int = MAX_REQUEST_BYTES,
 ) -> None:
     """Serve the scenario's tools as an MCP server whose results come from the world model."""
+    model_spec = backend_spec(backend, opt)
     from agentworld import serving
     from agentworld.sim import SimEnv
     from agentworld.sim.mcp_facade import SimulatedToolServer
@@ -178,7 +182,7 @@ def mcp(
     if max_history < 0 or max_clients < 1:
         raise fail("--max-history must be >= 0 and --max-clients >= 1")
     policy = _policy(token, max_request_bytes)
-    wm = _world_model(backend, opt, cache, cache_mode, domain=sc.domain)
+    wm = _world_model(model_spec, cache, cache_mode, domain=sc.domain)
     try:
         facade = SimulatedToolServer(SimEnv(wm, sc, perturbations=spec, resample=resample), seed=seed,
                                      history_turns=max_history, max_clients=max_clients,
@@ -240,6 +244,7 @@ def run(
     out_path: Path = typer.Option(..., "--out", "-o", help="Append the simulated trajectory to this JSONL file."),
 ) -> None:
     """Play a sequence of actions in the simulator and record the episode (replayable)."""
+    model_spec = backend_spec(backend, opt)
     from agentworld.jsonl import JsonlAppender
     from agentworld.sim import SimEnv
     from agentworld.sim.loading import InputError, load_actions
@@ -251,7 +256,7 @@ def run(
     except InputError as exc:
         raise fail(str(exc), "give a trajectory JSONL or a JSON list of actions") from None
     spec = _perturbations(perturbations)
-    wm = _world_model(backend, opt, cache, cache_mode, domain=sc.domain)
+    wm = _world_model(model_spec, cache, cache_mode, domain=sc.domain)
     env = SimEnv(wm, sc, perturbations=spec, config=_gen(temperature, max_tokens),
                  resample=resample, checks=checks)
     from agentworld.models import CacheMiss
@@ -283,6 +288,7 @@ def replay(
     record_id: str = RECORD_ID, backend: BackendOpt = "smol", opt: OptsOpt = None,
 ) -> None:
     """Re-run a recorded simulated episode from the cache in strict replay mode and compare."""
+    model_spec = backend_spec(backend, opt)
     from agentworld.sim.loading import InputError, load_trajectory
     from agentworld.sim.replay import ReplayMismatch, replay_episode
 
@@ -290,7 +296,7 @@ def replay(
         traj = load_trajectory(trajectory, record_id)
     except InputError as exc:
         raise fail(str(exc)) from None
-    wm = _world_model(backend, opt, cache, "replay", domain=traj.domain)
+    wm = _world_model(model_spec, cache, "replay", domain=traj.domain)
     from agentworld.models import CacheMiss
 
     try:
@@ -316,6 +322,7 @@ def drift(
     reset_options: str = typer.Option(None, "--reset-options", help="JSON options for the real env's reset (workspace files...), or @file.json."),
 ) -> None:
     """Run the same actions in a real environment and in the simulator; score each step."""
+    model_spec = backend_spec(backend, opt)
     from agentworld.envs import make
     from agentworld.sim import SimEnv
     from agentworld.sim.drift import measure_drift, scenario_for
@@ -357,7 +364,7 @@ def drift(
     # fact checks) gives the simulator its own scenario and checks.
     sc = real.sim_scenario(first) if hasattr(real, "sim_scenario") else scenario_for(real, first)
     checks: list[Any] = real.sim_checks() if hasattr(real, "sim_checks") else []
-    wm = _world_model(backend, opt, cache, cache_mode, domain=sc.domain)
+    wm = _world_model(model_spec, cache, cache_mode, domain=sc.domain)
     try:
         report = measure_drift(real, SimEnv(wm, sc, checks=checks), acts, env_name=env_id, seed=seed, mode=mode,
                                threshold=threshold, min_factuality=min_factuality, options=options)  # type: ignore[arg-type]
