@@ -159,7 +159,7 @@ def main() -> None:
                 seq_out, cli_out = tmp / f"seq{n}.jsonl", tmp / f"cli{n}.jsonl"
                 seq_cmd = [sys.executable, "-c", SEQUENTIAL, str(bench), str(seq_out), url]
                 cli_cmd = [sys.executable, "-m", "agentworld", "bench", "infer", str(bench), "-o", str(cli_out),
-                           "-b", "openai", "--opt", f"base_url={url}", "--opt", "model=wm",
+                           "-b", f"openai:wm@{url}",
                            "-c", str(args.concurrency)]
                 seq = cli = idle = float("inf")
                 for _ in range(args.rounds):
