@@ -132,7 +132,7 @@ def test_kill9_during_judge_then_resume(tmp_path):
     transcript_store(store, samples, preds)
     out = tmp_path / "judged.jsonl"
     with serve(store, "--opt", "domain=terminal") as url:
-        judge = f"openai:model=judge,base_url={url},max_retries=2,backoff_s=0.01"
+        judge = f"openai:judge@{url},max_retries=2,backoff_s=0.01"
         cmd = [sys.executable, "-m", "agentworld", "bench", "judge", str(bench), "-p", str(pred_path), "-o", str(out),
                "-j", judge, "-j", "rules", "-c", "2", "--retries", "1"]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
