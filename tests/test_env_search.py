@@ -281,7 +281,7 @@ def test_collect_cli_records_llm_agent_episodes(engine: SearchEngine, corpus: Pa
         res = CliRunner().invoke(app, [
             "collect", "search", "--corpus", str(corpus), "--no-build", "--out", str(out), "--episodes", "1",
             "--test-episodes", "0", "--template", "compare", "--agent", f"openai:nn-policy@{url}/v1",
-           , "--agent-text-tools"])
+            "--agent-text-tools"])
     assert res.exit_code == 0, res.output
     trajs = read_trajectories(out, strict=True).items
     assert len(trajs) == 1 and trajs[0].provenance.agent == "nn-policy" and trajs[0].turns
