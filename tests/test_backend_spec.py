@@ -177,3 +177,9 @@ def test_collect_agent_specs_fail_before_any_environment_work() -> None:
     for command in ("terminal", "mcp", "search", "swe"):
         for args, needles in cases:
             _clean_error(runner.invoke(app, ["collect", command, *args]), *needles)
+
+
+def test_help_shows_the_whole_grammar() -> None:
+    for args in (["predict"], ["serve"], ["sim", "run"], ["bench", "infer"]):
+        res = runner.invoke(app, [*args, "--help"], env={"COLUMNS": "250"})
+        assert "[LABEL=]BACKEND[:TARGET][@URL][,KEY=VALUE...]" in res.output, args

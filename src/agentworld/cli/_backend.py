@@ -9,11 +9,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from agentworld.cli._common import console, fail
 from agentworld.models.spec import OPT_HELP, SPEC_HELP, BackendSpec, BackendSpecError, parse_backend_spec
 
-BackendOpt = Annotated[str, typer.Option("--backend", "-b", metavar="SPEC", help=SPEC_HELP)]
+# escape: help text is rich markup, where "[@URL]" would read as a tag and vanish.
+BackendOpt = Annotated[str, typer.Option("--backend", "-b", metavar="SPEC", help=escape(SPEC_HELP))]
 OptsOpt = Annotated[list[str] | None, typer.Option("--opt", metavar="KEY=VALUE", help=OPT_HELP)]
 
 
