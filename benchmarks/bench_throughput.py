@@ -93,7 +93,7 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", b
 def endpoint(kind: str, delay: float, source: Path) -> Iterator[str]:
     """The base URL (``.../v1``) of a local endpoint answering after ``delay`` seconds."""
     if kind == "agentworld":
-        with launched("serve", "--backend", "retrieval", "--source", str(source), "--served-model-name", "wm",
+        with launched("serve", "--backend", "retrieval:" + str(source), "--served-model-name", "wm",
                       "--delay", str(delay), timeout=300) as base:
             yield f"{base}/v1"
         return
@@ -159,7 +159,7 @@ def main() -> None:
                 seq_out, cli_out = tmp / f"seq{n}.jsonl", tmp / f"cli{n}.jsonl"
                 seq_cmd = [sys.executable, "-c", SEQUENTIAL, str(bench), str(seq_out), url]
                 cli_cmd = [sys.executable, "-m", "agentworld", "bench", "infer", str(bench), "-o", str(cli_out),
-                           "-b", "openai", "--opt", f"base_url={url}", "--opt", "model=wm",
+                           "-b", f"openai:wm@{url}",
                            "-c", str(args.concurrency)]
                 seq = cli = idle = float("inf")
                 for _ in range(args.rounds):

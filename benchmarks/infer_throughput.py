@@ -65,7 +65,7 @@ def main() -> None:
         tmp = Path(tmp_s)
         bench, source = (args.bench, args.bench) if args.bench else synthetic_bench(tmp, args.samples)
         samples = load_bench_dir(bench).samples[: args.samples]
-        serve_args = ["--backend", args.backend] + (["--source", str(source)] if args.backend == "retrieval" else [])
+        serve_args = ["--backend", f"retrieval:{source}" if args.backend == "retrieval" else args.backend]
         with launched("serve", *serve_args, timeout=900) as base:
             url = f"{base}/v1"
             # One untimed warm-up request so model loading and first-call costs are not measured.

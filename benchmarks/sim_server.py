@@ -59,7 +59,7 @@ def serve(tmp: Path, source: Path, scenario: Scenario, spec: PerturbationSpec, m
     """``agentworld sim serve`` in its own process for the duration of the block; yields its URL."""
     (tmp / "scenario.yaml").write_text(yaml.safe_dump(scenario.model_dump(mode="json")))
     (tmp / "perturb.yaml").write_text(yaml.safe_dump(spec.model_dump(mode="json")))
-    return launched("sim", "serve", "-b", "retrieval", "--source", str(source), "--scenario", str(tmp / "scenario.yaml"),
+    return launched("sim", "serve", "-b", "retrieval:" + str(source), "--scenario", str(tmp / "scenario.yaml"),
                     "-p", str(tmp / "perturb.yaml"), "--max-sessions", str(max_sessions), "--max-inflight", "64",
                     "--max-waiting", "4096", "--concurrency", "64", timeout=60)
 

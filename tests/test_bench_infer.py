@@ -44,7 +44,7 @@ def make_bench(tmp: Path, n: int, turns: int = 5) -> tuple[Path, Path]:
 @contextlib.contextmanager
 def serve(source: Path, *extra: str, timeout: float = 300.0):
     """``agentworld serve`` with the retrieval backend over ``source``; yields its base URL."""
-    with launched("serve", "--backend", "retrieval", "--source", str(source), *extra, timeout=timeout) as url:
+    with launched("serve", "--backend", "retrieval:" + str(source), *extra, timeout=timeout) as url:
         yield f"{url}/v1"
 
 

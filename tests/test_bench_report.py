@@ -39,7 +39,7 @@ def test_cli_errors_are_clean(tmp_path):
     bench, src = make_bench(tmp_path, 1, turns=1)
     res = runner.invoke(app, ["bench", "infer", str(bench), "-o", str(tmp_path / "p.jsonl"), "-b", "retrieval", "--opt", "source"])
     assert res.exit_code == 2 and "KEY=VALUE" in res.output
-    res = runner.invoke(app, ["bench", "infer", str(bench), "-o", str(tmp_path / "p.jsonl"), "-b", "retrieval", "--domain", "web"])
+    res = runner.invoke(app, ["bench", "infer", str(bench), "-o", str(tmp_path / "p.jsonl"), "-b", f"retrieval:{src}", "--domain", "web"])
     assert res.exit_code == 2 and "no samples selected" in res.output
     preds = tmp_path / "p.jsonl"
     # A predictions file belongs to one backend: resuming another one into it is refused.
@@ -53,12 +53,3 @@ def test_cli_errors_are_clean(tmp_path):
     bad.write_text("{oops\n")
     res = runner.invoke(app, ["bench", "score", str(bad)])
     assert res.exit_code == 2 and "bad.judged.jsonl:1" in res.output
-
-
-def test_judge_spec():
-    from agentworld.cli.bench import judge_spec
-
-    assert judge_spec("rules") == ("rules", {})
-    assert judge_spec("openai:qwen3:8b@http://h:1/v1") == ("openai", {"model": "qwen3:8b", "base_url": "http://h:1/v1"})
-    assert judge_spec("openai:model=x,base_url=http://h:1/v1,max_retries=2") == (
-        "openai", {"model": "x", "base_url": "http://h:1/v1", "max_retries": 2})

@@ -231,7 +231,7 @@ def test_two_judges_with_one_model_on_two_endpoints_stay_apart(tmp_path):
     pred_file = tmp_path / "preds.jsonl"
     pred_file.write_text("".join(p.model_dump_json() + "\n" for p in preds))
     judged = tmp_path / "preds.judged.jsonl"
-    with serve(store, "--domain", "terminal") as url_a, serve(store, "--domain", "terminal") as url_b:
+    with serve(store, "--opt", "domain=terminal") as url_a, serve(store, "--opt", "domain=terminal") as url_b:
         judge = ["bench", "judge", str(bench), "-p", str(pred_file), "-j", f"openai:judge@{url_a}", "-j", f"openai:judge@{url_b}",
                  "--judge-max-tokens", "256", "--retries", "1"]
         res = runner.invoke(app, judge)
@@ -246,7 +246,7 @@ def test_two_judges_with_one_model_on_two_endpoints_stay_apart(tmp_path):
         # Labels name judges explicitly.
         labelled = tmp_path / "labelled.jsonl"
         res = runner.invoke(app, ["bench", "judge", str(bench), "-p", str(pred_file), "-o", str(labelled),
-                                  "-j", f"A=openai:judge@{url_a}", "-j", f"B=openai:model=judge,base_url={url_b},name=ignored"])
+                                  "-j", f"A=openai:judge@{url_a}", "-j", f"B=openai@{url_b},model=judge,max_retries=1"])
         assert res.exit_code == 0, res.output
         assert {json.loads(x)["judge"] for x in labelled.read_text().splitlines()} == {"A", "B"}
     res = runner.invoke(app, ["bench", "score", str(judged)], env={"COLUMNS": "300"})

@@ -16,6 +16,7 @@ from agentworld.cli import app
 from agentworld.config import ConfigError, parse_overrides
 from agentworld.data.config import BUILDERS, CPTConfig, SFTConfig
 from agentworld.data.resume import ResumeLog
+from agentworld.models import parse_backend_spec
 from agentworld.train.config import (
     CONFIG_NAME,
     config_class,
@@ -106,12 +107,25 @@ def test_overrides_coerce_and_merge_into_sections() -> None:
         parse_overrides(["learning_rate"])
     cfg = SFTConfig.from_yaml(ROOT / "configs/data/sft.yaml",
                               parse_overrides(["backend_options.model=tiny", "k=5", "threshold=4", "inputs=[a, 7]"]))
-    assert cfg.backend_options == {"model": "tiny", "base_url": "http://localhost:8000/v1"}  # merged, not replaced
+    assert cfg.backend_options == {"timeout": 300, "model": "tiny"}  # merged, not replaced
+    assert parse_backend_spec(cfg.backend, cfg.backend_options).target == "tiny"  # the later layer wins
     assert cfg.k == 5 and cfg.threshold == 4.0 and cfg.inputs == ["a", "7"]
     with pytest.raises(ConfigError, match=r"^command line: k must be int, got 'five'$"):
         SFTConfig.from_yaml(ROOT / "configs/data/sft.yaml", parse_overrides(["k=five"]))
     gspo = load_train_config("gspo", ROOT / "configs/train/gspo.yaml", parse_overrides(["generation_kwargs.top_k=5"]))
     assert gspo.generation_kwargs == {"top_k": 5}
+
+
+def test_backend_specs_in_configs_are_checked_at_their_line(tmp_path: Path) -> None:
+    bad = tmp_path / "sft.yaml"
+    bad.write_text("k: 3\nbackend: openai:m@http://h/v1,retries=2\n")
+    with pytest.raises(ConfigError, match=r"sft\.yaml:2: backend: .*no option 'retries'.*max_retries"):
+        SFTConfig.from_yaml(bad)
+    bad.write_text("backend: hf:ckpt\nbackend_options:\n  max_batch: lots\n")
+    with pytest.raises(ConfigError, match=r"max_batch='lots' of the hf backend must be an integer"):
+        SFTConfig.from_yaml(bad)
+    with pytest.raises(ConfigError, match=r"unknown backend 'vllm'.*openai, hf, smol, retrieval"):
+        load_train_config("gspo", None, {"judge_backend": "vllm:m"})
 
 
 def test_saved_configs_read_back(tmp_path: Path) -> None:

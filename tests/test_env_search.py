@@ -262,7 +262,7 @@ def test_agent_driver_plays_an_episode_through_a_real_server(engine: SearchEngin
 
 
 def test_collect_cli_records_llm_agent_episodes(engine: SearchEngine, corpus: Path, tmp_path: Path) -> None:
-    """``collect search --agent-model`` drives episodes through a real served policy: the
+    """``collect search --agent openai:MODEL@URL`` drives episodes through a real served policy: the
     retrieval backend behind ``agentworld serve`` answering with a scripted episode's calls."""
     from agentworld.envs.agent import tool_response
     from agentworld.launch import launched
@@ -276,12 +276,12 @@ def test_collect_cli_records_llm_agent_episodes(engine: SearchEngine, corpus: Pa
     write_trajectories(store, [Trajectory(id="policy", domain="search",
                                           turns=[Turn(action=a, observation=o) for a, o in zip(prompts, replies)])])
     out = tmp_path / "agent.jsonl"
-    with launched("serve", "--backend", "retrieval", "--source", str(store), "--domain", "search",
+    with launched("serve", "--backend", "retrieval:" + str(store) + ",domain=search",
                   "--served-model-name", "nn-policy") as url:
         res = CliRunner().invoke(app, [
             "collect", "search", "--corpus", str(corpus), "--no-build", "--out", str(out), "--episodes", "1",
-            "--test-episodes", "0", "--template", "compare", "--agent-model", "nn-policy",
-            "--agent-base-url", f"{url}/v1", "--agent-text-tools"])
+            "--test-episodes", "0", "--template", "compare", "--agent", f"openai:nn-policy@{url}/v1",
+            "--agent-text-tools"])
     assert res.exit_code == 0, res.output
     trajs = read_trajectories(out, strict=True).items
     assert len(trajs) == 1 and trajs[0].provenance.agent == "nn-policy" and trajs[0].turns

@@ -46,7 +46,7 @@ def policy_server(tmp_path_factory) -> str:
     ]
     store = tmp_path_factory.mktemp("policy") / "policy.jsonl"
     write_trajectories(store, [Trajectory(id="policy", domain="swe", turns=[Turn(action=a, observation=o) for a, o in policy])])
-    with launched("serve", "--backend", "retrieval", "--source", str(store), "--served-model-name", "policy") as url:
+    with launched("serve", "--backend", "retrieval:" + str(store), "--served-model-name", "policy") as url:
         yield f"{url}/v1"
 
 

@@ -80,7 +80,7 @@ async def test_llm_judge_against_local_endpoint_with_malformed_outputs(tmp_path)
     store = tmp_path / "judge_transcripts.jsonl"
     kinds = transcript_store(store, samples, preds)
     # Unparsable verdicts are retried, transient 429/503s retried by the client; neither stops the run.
-    with serve(store, "--domain", "terminal", "--fail-rate", "0.2") as url:
+    with serve(store, "--opt", "domain=terminal", "--fail-rate", "0.2") as url:
         backend = load_backend("openai", model="judge", base_url=url, max_retries=8, backoff_s=0.01, backoff_max_s=0.05)
         llm = LLMJudge(WorldModel(backend, concurrency=4), retries=1)
         out = tmp_path / "judged.jsonl"
@@ -131,8 +131,8 @@ def test_kill9_during_judge_then_resume(tmp_path):
     store = tmp_path / "judge_transcripts.jsonl"
     transcript_store(store, samples, preds)
     out = tmp_path / "judged.jsonl"
-    with serve(store, "--domain", "terminal") as url:
-        judge = f"openai:model=judge,base_url={url},max_retries=2,backoff_s=0.01"
+    with serve(store, "--opt", "domain=terminal") as url:
+        judge = f"openai:judge@{url},max_retries=2,backoff_s=0.01"
         cmd = [sys.executable, "-m", "agentworld", "bench", "judge", str(bench), "-p", str(pred_path), "-o", str(out),
                "-j", judge, "-j", "rules", "-c", "2", "--retries", "1"]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

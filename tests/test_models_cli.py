@@ -30,7 +30,7 @@ def _store(tmp_path: Path) -> Path:
 
 def test_predict_one_turn_of_a_trajectory(tmp_path: Path) -> None:
     store = _store(tmp_path)
-    args = ["predict", "--history", str(store), "--turn", "2", "--backend", "retrieval", "--source", str(store)]
+    args = ["predict", "--history", str(store), "--turn", "2", "--backend", "retrieval:" + str(store)]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     assert res.stdout.strip() == "hi"
@@ -44,22 +44,22 @@ def test_predict_one_turn_of_a_trajectory(tmp_path: Path) -> None:
 
 def test_predict_a_benchmark_sample(awbench_dir: Path) -> None:
     path = awbench_dir / "terminal_test.jsonl"
-    res = runner.invoke(app, ["predict", "--history", str(path), "--id", "tb-0001-t3", "-b", "retrieval", "--source", str(awbench_dir)])
+    res = runner.invoke(app, ["predict", "--history", str(path), "--id", "tb-0001-t3", "-b", "retrieval:" + str(awbench_dir)])
     assert res.exit_code == 0, res.output
     assert "hi" in res.stdout
 
 
 def test_clear_errors(tmp_path: Path) -> None:
     store = _store(tmp_path)
-    res = runner.invoke(app, ["predict", "--history", str(tmp_path / "none.jsonl"), "--action", "ls", "-b", "retrieval", "--source", str(store)])
+    res = runner.invoke(app, ["predict", "--history", str(tmp_path / "none.jsonl"), "--action", "ls", "-b", "retrieval:" + str(store)])
     assert res.exit_code == 2 and "not found" in res.output
-    res = runner.invoke(app, ["predict", "--history", str(store), "-b", "retrieval", "--source", str(store)])
+    res = runner.invoke(app, ["predict", "--history", str(store), "-b", "retrieval:" + str(store)])
     assert res.exit_code == 2 and "no action" in res.output
     res = runner.invoke(app, ["predict", "--domain", "terminal", "--action", "ls", "-b", "hf"])
-    assert res.exit_code == 2 and "--path" in res.output
+    assert res.exit_code == 2 and "needs path" in res.output and "hf:PATH" in res.output
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x", "domain": "nowhere", "turns": []}\n')
-    res = runner.invoke(app, ["predict", "--history", str(bad), "--action", "ls", "-b", "retrieval", "--source", str(store)])
+    res = runner.invoke(app, ["predict", "--history", str(bad), "--action", "ls", "-b", "retrieval:" + str(store)])
     assert res.exit_code == 2 and f"{bad}:1" in res.output
 
 
@@ -67,7 +67,7 @@ def test_interactive_session_keeps_history_and_saves(tmp_path: Path) -> None:
     store = _store(tmp_path)
     saved = tmp_path / "session.jsonl"
     keys = "\n".join(["echo hi", "whoami", ":undo", "pwd", ":history", ":bogus", f":save {saved}", ":quit"]) + "\n"
-    res = runner.invoke(app, ["predict", "-i", "--domain", "terminal", "-b", "retrieval", "--source", str(store)], input=keys)
+    res = runner.invoke(app, ["predict", "-i", "--domain", "terminal", "-b", "retrieval:" + str(store)], input=keys)
     assert res.exit_code == 0, res.output
     assert "dropped the last turn" in res.output and "unknown command" in res.output
     [traj] = read_trajectories(saved).items

@@ -35,7 +35,7 @@ def test_a_session_from_a_trajectory_undoes_and_saves(tmp_path: Path) -> None:
     store, traj = _store(tmp_path)
     saved = tmp_path / "session.jsonl"
     lines = ["echo hi", ":undo", ":undo", "whoami", ":history", f":save {saved}", ":quit"]
-    res = _session(["--history", str(store), "-b", "retrieval", "--source", str(store)], lines)
+    res = _session(["--history", str(store), "-b", "retrieval:" + str(store)], lines)
     assert res.exit_code == 0, res.output
     assert "3 turns of history" in " ".join(res.output.split())
     # The second :undo would reach into the file's history: refused.
@@ -51,7 +51,7 @@ def test_a_benchmark_sample_answers_its_own_action_first(awbench_dir: Path, tmp_
     path = awbench_dir / "terminal_test.jsonl"
     sample = next(json.loads(line) for line in path.read_text().splitlines() if json.loads(line)["id"] == "tb-0001-t3")
     saved = tmp_path / "s.jsonl"
-    res = _session(["--history", str(path), "--id", "tb-0001-t3", "-b", "retrieval", "--source", str(awbench_dir)],
+    res = _session(["--history", str(path), "--id", "tb-0001-t3", "-b", "retrieval:" + str(awbench_dir)],
                    [f":save {saved}", ":quit"])
     assert res.exit_code == 0, res.output
     [rec] = read_trajectories(saved).items
@@ -80,12 +80,12 @@ def test_a_failed_call_is_shown_and_never_joins_the_history(tmp_path: Path) -> N
     backend = load_backend("retrieval", source=store, domain="terminal")
     # A real model server that wants a token: a wrong key fails at once (401, not retried).
     with ServerThread(create_app(backend, model_name="wm", policy=ServerPolicy(token="s3cret"))) as srv:
-        common = ["--domain", "terminal", "-b", "openai", "--base-url", f"{srv.url}/v1", "--model", "wm"]
-        res = _session([*common, "--api-key", "wrong"], ["pwd", f":save {saved}", ":quit"])
+        common = ["--domain", "terminal", "-b", f"openai:wm@{srv.url}/v1"]
+        res = _session([*common, "--opt", "api_key=wrong"], ["pwd", f":save {saved}", ":quit"])
         assert res.exit_code == 0, res.output
         assert "call failed" in res.output and "Traceback" not in res.output
         assert read_trajectories(saved).items[0].turns == []
-        res = _session([*common, "--api-key", "s3cret"], ["pwd", ":undo", ":undo", f":save {saved}", "whoami", f":save {saved}"])
+        res = _session([*common, "--opt", "api_key=s3cret"], ["pwd", ":undo", ":undo", f":save {saved}", "whoami", f":save {saved}"])
         assert res.exit_code == 0, res.output
         assert "nothing to undo" in res.output
     first, second = read_trajectories(saved).items[1:]

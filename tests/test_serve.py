@@ -32,13 +32,13 @@ def store(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def retrieval_server(store: Path) -> Iterator[str]:
-    yield from _serve("--backend", "retrieval", "--source", str(store), "--served-model-name", "wm")
+    yield from _serve("--backend", "retrieval:" + str(store), "--served-model-name", "wm")
 
 
 @pytest.fixture(scope="module")
 def flaky_server(store: Path) -> Iterator[str]:
     yield from _serve(
-        "--backend", "retrieval", "--source", str(store), "--served-model-name", "wm",
+        "--backend", "retrieval:" + str(store), "--served-model-name", "wm",
         "--fail-rate", "0.4", "--seed", "7", "--split-reasoning",
     )
 
@@ -46,7 +46,7 @@ def flaky_server(store: Path) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def hf_server(tmp_path_factory) -> Iterator[str]:
     ckpt = build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "ckpt")
-    yield from _serve("--backend", "hf", "--path", str(ckpt), "--served-model-name", "tiny")
+    yield from _serve("--backend", "hf:" + str(ckpt), "--served-model-name", "tiny")
 
 
 def _msgs(action: str) -> list[dict[str, str]]:
@@ -147,7 +147,7 @@ def test_openai_backend_needs_a_model(monkeypatch) -> None:
 
 @pytest.fixture(scope="module")
 def token_server(store: Path) -> Iterator[str]:
-    yield from _serve("--backend", "retrieval", "--source", str(store), "--served-model-name", "wm",
+    yield from _serve("--backend", "retrieval:" + str(store), "--served-model-name", "wm",
                       "--token", "tok-123", "--max-request-bytes", "65536")
 
 
@@ -175,7 +175,7 @@ async def test_the_token_is_the_api_key(token_server: str) -> None:
 @pytest.fixture(scope="module")
 def malformed_server(store: Path) -> Iterator[str]:
     yield from _serve(
-        "--backend", "retrieval", "--source", str(store), "--served-model-name", "wm",
+        "--backend", "retrieval:" + str(store), "--served-model-name", "wm",
         "--fail-rate", "0.4", "--fault", "malformed", "--seed", "3",
     )
 

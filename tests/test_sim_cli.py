@@ -20,7 +20,7 @@ def test_run_then_strict_replay(tmp_path: Path):
     actions = tmp_path / "actions.json"
     actions.write_text(json.dumps([json.loads(ks(c)) for c in ("echo hello > notes.txt\n", "cat notes.txt\n", "pwd\n")]))
     runner = CliRunner()
-    backend = ["-b", "retrieval", "--source", str(source)]
+    backend = ["-b", "retrieval:" + str(source)]
     res = runner.invoke(app, ["sim", "run", str(actions), "--scenario", str(_scenario(tmp_path)), *backend,
                               "-p", str(CONFIGS / "flaky-api.yaml"), "--seed", "4", "--cache", str(tmp_path / "c.sqlite"),
                               "-o", str(tmp_path / "sim.jsonl")])
@@ -40,14 +40,14 @@ def test_run_then_strict_replay(tmp_path: Path):
 
 def test_clear_errors_for_bad_inputs(tmp_path: Path):
     runner = CliRunner()
-    missing = runner.invoke(app, ["sim", "serve", "-b", "retrieval", "--source", str(tmp_path), "--scenario", str(tmp_path / "nope.yaml")])
+    missing = runner.invoke(app, ["sim", "serve", "-b", "retrieval:" + str(tmp_path), "--scenario", str(tmp_path / "nope.yaml")])
     assert missing.exit_code == 2 and "scenario file not found" in missing.output
     (tmp_path / "p.yaml").write_text("rules: [{kind: explode}]\n")
     (tmp_path / "s.yaml").write_text("domain: terminal\n")
-    bad = runner.invoke(app, ["sim", "serve", "-b", "retrieval", "--source", str(tmp_path), "--scenario", str(tmp_path / "s.yaml"),
+    bad = runner.invoke(app, ["sim", "serve", "-b", "retrieval:" + str(tmp_path), "--scenario", str(tmp_path / "s.yaml"),
                               "-p", str(tmp_path / "p.yaml")])
     assert bad.exit_code == 2 and "p.yaml" in bad.output
-    none = runner.invoke(app, ["sim", "mcp", "-b", "retrieval", "--source", str(tmp_path)])
+    none = runner.invoke(app, ["sim", "mcp", "-b", "retrieval:" + str(tmp_path)])
     assert none.exit_code == 2 and "no scenario given" in none.output
 
 

@@ -79,21 +79,21 @@ def test_drift_command(tmp_path: Path, world_files):
     write_trajectories(tmp_path / "seen.jsonl", trajs)
     report = tmp_path / "report.json"
     res = CliRunner().invoke(app, ["sim", "drift", "--env", "fictional-search-v1", "--world", str(db), "--question", qs[0].id,
-                                   "--actions", str(actions), "-b", "retrieval", "--source", str(tmp_path / "seen.jsonl"),
+                                   "--actions", str(actions), "-b", "retrieval:" + str(tmp_path / "seen.jsonl"),
                                    "--report", str(report)])
     assert res.exit_code == 0, res.output
     data = json.loads(report.read_text())
     assert len(data["steps"]) == 2 and not any(s["diverged"] for s in data["steps"])
     bad = CliRunner().invoke(app, ["sim", "drift", "--env", "no-such-env-v9", "--actions", str(actions), "-b", "retrieval",
-                                   "--source", str(tmp_path / "seen.jsonl")])
+                                   "--opt", f"source={tmp_path / 'seen.jsonl'}"])
     assert bad.exit_code == 2 and "unknown environment" in bad.output
     # The fictional world is an ordinary registered env: --world is its `world` argument.
     no_world = CliRunner().invoke(app, ["sim", "drift", "--env", "fictional-search-v1", "--actions", str(actions),
-                                        "-b", "retrieval", "--source", str(tmp_path / "seen.jsonl")])
+                                        "-b", "retrieval:" + str(tmp_path / "seen.jsonl")])
     assert no_world.exit_code == 2 and "needs a world database" in " ".join(no_world.output.split())
     assert "Traceback" not in no_world.output
     missing = CliRunner().invoke(app, ["sim", "drift", "--env", "fictional-search-v1", "--world", str(tmp_path / "none.sqlite"),
-                                       "--actions", str(actions), "-b", "retrieval", "--source", str(tmp_path / "seen.jsonl")])
+                                       "--actions", str(actions), "-b", "retrieval:" + str(tmp_path / "seen.jsonl")])
     assert missing.exit_code == 2 and "world database not found" in " ".join(missing.output.split())
 
 

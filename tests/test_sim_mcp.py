@@ -64,7 +64,7 @@ async def test_stdio_server_from_the_command_line(tmp_path: Path, mcp_source: Pa
     tools.write_text(json.dumps({"tools": READ_TOOLS}))
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "agentworld", "sim", "mcp", "-b", "retrieval", "--source", str(mcp_source), "--tools", str(tools),
+        args=["-m", "agentworld", "sim", "mcp", "-b", "retrieval:" + str(mcp_source), "--tools", str(tools),
               "--record", str(tmp_path / "calls.jsonl")],
     )
     async with Client(params, read_timeout_seconds=60) as client:

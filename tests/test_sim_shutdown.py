@@ -52,7 +52,7 @@ def test_sim_serve_records_open_sessions_on_signal(tmp_path: Path, sig: int) -> 
     write_trajectories(source, terminal_trajectories())
     (tmp_path / "s.yaml").write_text("domain: terminal\nfirst_observation: 'root@sandbox:/workspace# '\n")
     record, port = tmp_path / "sessions.jsonl", free_port()
-    proc = _start(["sim", "serve", "-b", "retrieval", "--source", str(source), "--scenario", str(tmp_path / "s.yaml"),
+    proc = _start(["sim", "serve", "-b", "retrieval:" + str(source), "--scenario", str(tmp_path / "s.yaml"),
                    "--record", str(record)], port, "/health")
     try:
         url = f"http://127.0.0.1:{port}"
@@ -83,7 +83,7 @@ def test_mcp_http_records_every_client_on_signal(tmp_path: Path, sig: int) -> No
 
     source, tools = _tools(tmp_path)
     record, port = tmp_path / "calls.jsonl", free_port()
-    proc = _start(["sim", "mcp", "-b", "retrieval", "--source", str(source), "--tools", str(tools), "--transport", "http",
+    proc = _start(["sim", "mcp", "-b", "retrieval:" + str(source), "--tools", str(tools), "--transport", "http",
                    "--record", str(record)], port, "/mcp")
 
     async def two_clients() -> None:
@@ -114,7 +114,7 @@ def _rpc(proc: subprocess.Popen, msg: dict) -> dict | None:
 def test_mcp_stdio_records_on_signal(tmp_path: Path, sig: int) -> None:
     source, tools = _tools(tmp_path)
     record = tmp_path / "calls.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "agentworld", "sim", "mcp", "-b", "retrieval", "--source", str(source),
+    proc = subprocess.Popen([sys.executable, "-m", "agentworld", "sim", "mcp", "-b", "retrieval:" + str(source),
                              "--tools", str(tools), "--record", str(record)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:

@@ -11,60 +11,10 @@ from rich.progress import TextColumn
 from rich import box
 from rich.table import Table
 
+from agentworld.cli._backend import BackendOpt, OptsOpt, backend_spec, open_backend
 from agentworld.cli._common import console, fail, out, progress, report_line_errors
 
 app = typer.Typer(help="AgentWorldBench: run a world model on samples, judge, score, report.", no_args_is_help=True)
-
-BackendOpt = Annotated[str, typer.Option("--backend", "-b", help="openai | hf | smol | retrieval.")]
-OptsOpt = Annotated[list[str] | None, typer.Option("--opt", help="Backend option KEY=VALUE (repeatable), e.g. source=trajs.jsonl.")]
-
-
-def parse_options(pairs: list[str] | None) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs; numbers and true/false become numbers and booleans."""
-    opts: dict[str, Any] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise fail(f"bad option {pair!r}", "write options as KEY=VALUE, e.g. --opt model=qwen3")
-        v: Any = value
-        if value.lower() in ("true", "false"):
-            v = value.lower() == "true"
-        else:
-            for cast in (int, float):
-                try:
-                    v = cast(value)
-                    break
-                except ValueError:
-                    pass
-        opts[key.strip().replace("-", "_")] = v
-    return opts
-
-
-def build_backend(name: str, options: dict[str, Any]):
-    from agentworld.models import load_backend
-
-    try:
-        return load_backend(name, **options)
-    except (ValueError, ImportError, FileNotFoundError, TypeError) as exc:
-        raise fail(f"cannot start backend {name!r}: {exc}", "check --backend and its --opt options (see the backend's docs)") from None
-
-
-def judge_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``rules``, ``openai:MODEL@BASE_URL``, or ``BACKEND:KEY=VALUE,KEY=VALUE``; a
-    ``LABEL=`` prefix (or a ``name=`` option) names the judge in verdicts and scores."""
-    head, colon, tail = spec.partition(":")
-    if "=" in head:  # LABEL=BACKEND:...
-        label, _, head = head.partition("=")
-        name, options = judge_spec(head + colon + tail)
-        return name, {**options, "name": label.strip()}
-    name, _, rest = spec.partition(":")
-    if not rest:
-        return name, {}
-    if "=" in rest.split("@", 1)[0]:
-        return name, parse_options(rest.split(","))
-    model, _, url = rest.partition("@")
-    return name, {"model": model, **({"base_url": url} if url else {})}
-
 
 CacheModeOpt = Annotated[str, typer.Option("--cache-mode", help="off | rw (read hits, store new) | replay (hits only; a miss is an error).")]
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Empty the output file first (it was written with other settings).")]
@@ -143,14 +93,15 @@ def infer(
     from agentworld.bench.infer import PUBLISHED_DEFAULTS, run_infer
     from agentworld.models import GenerationConfig, WorldModel
 
+    spec = backend_spec(backend, opt)
     samples = _load_samples(bench, domain, ids, sample, seed, limit)
     cache_ = open_cache(cache, cache_mode)
     wm = WorldModel(
-        build_backend(backend, parse_options(opt)),
+        open_backend(spec),
         cache=cache_,
         concurrency=concurrency,
         # Served models get the published settings; local ones keep the small library defaults.
-        defaults=PUBLISHED_DEFAULTS if backend == "openai" else None,
+        defaults=PUBLISHED_DEFAULTS if spec.name == "openai" else None,
     )
     config = GenerationConfig(temperature=temperature, max_tokens=max_tokens, seed=seed)
     with progress(TextColumn("{task.fields[stats]}")) as bar:
@@ -182,7 +133,7 @@ def judge(
     bench: Annotated[Path, typer.Argument(help="Benchmark directory the predictions were made on.")],
     predictions: Annotated[Path, typer.Option("--predictions", "-p", help="Predictions JSONL from `bench infer`.")],
     out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Verdicts JSONL (default: <predictions>.judged.jsonl).")] = None,
-    judges: Annotated[list[str] | None, typer.Option("--judge", "-j", help="rules | openai:MODEL@BASE_URL | BACKEND:KEY=VALUE,... (repeatable).")] = None,
+    judges: Annotated[list[str] | None, typer.Option("--judge", "-j", help="rules, or a backend spec with an optional NAME= label, e.g. judge=openai:MODEL@URL,max_retries=2 (repeatable).")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Verdicts in flight.")] = 4,
     retries: Annotated[int, typer.Option(help="Extra attempts when a judge's output does not parse.")] = 2,
     cache: Annotated[Path | None, typer.Option(help="Response cache for LLM judges.")] = None,
@@ -216,15 +167,14 @@ def judge(
     prompts = _judge_prompts(judge_prompts) if judge_prompts else None
     scorers: list[Any] = []
     judge_config = GenerationConfig(temperature=judge_temperature, max_tokens=judge_max_tokens)
-    for spec in judges or ["rules"]:
-        name, options = judge_spec(spec)
-        label = options.pop("name", None)
-        if name == "rules":
+    specs = [None if text.strip() == "rules" else backend_spec(text, allow_label=True, flag="--judge")
+             for text in judges or ["rules"]]
+    for spec in specs:
+        if spec is None:
             scorers.append(RuleScorer())
             continue
-        wm = WorldModel(build_backend(name, options), cache=open_cache(cache, cache_mode), concurrency=concurrency)
-        scorers.append(LLMJudge(wm, name=str(label) if label else None, retries=retries, config=judge_config,
-                                prompts=prompts))
+        wm = WorldModel(open_backend(spec), cache=open_cache(cache, cache_mode), concurrency=concurrency)
+        scorers.append(LLMJudge(wm, name=spec.label, retries=retries, config=judge_config, prompts=prompts))
     _distinct_judge_names(scorers)
     with progress(TextColumn("{task.fields[stats]}")) as bar:
         task = bar.add_task("judge", total=None, stats="")

@@ -9,49 +9,13 @@ from typing import Any
 import typer
 from rich.panel import Panel
 
+from agentworld.cli._backend import BackendOpt, OptsOpt, load_cli_backend
 from agentworld.cli._common import console, fail, out
 
 app = typer.Typer(
     help="Predict the next observation for an action, or run an interactive simulated session.",
     no_args_is_help=True,
 )
-
-BACKEND_HELP = "openai | hf | smol | retrieval"
-
-
-def make_backend(
-    name: str,
-    *,
-    model: str | None = None,
-    path: Path | None = None,
-    adapter: Path | None = None,
-    source: Path | None = None,
-    domain: str | None = None,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    precision: str | None = None,
-) -> Any:
-    """Build a backend from CLI flags, turning setup problems into clean errors."""
-    from agentworld.models import BACKENDS, load_backend
-
-    options: dict[str, dict[str, Any]] = {
-        "openai": {"model": model, "base_url": base_url, "api_key": api_key},
-        "hf": {"path": path, "adapter": adapter, "precision": precision},
-        "smol": {"adapter": adapter, "precision": precision},
-        "retrieval": {"source": source, "domain": domain},
-    }
-    if name not in BACKENDS:
-        raise fail(f"unknown backend {name!r}", f"choose one of: {BACKEND_HELP}")
-    if name == "hf" and path is None:
-        raise fail("the hf backend needs --path", "point --path at a Hugging Face checkpoint folder")
-    if name == "retrieval" and source is None:
-        raise fail("the retrieval backend needs --source", "point --source at a trajectory file or benchmark directory")
-    try:
-        with console.status(f"loading the {name} backend..."):
-            return load_backend(name, **options[name])
-    except (FileNotFoundError, ValueError, ImportError, RuntimeError) as exc:
-        raise fail(f"cannot load the {name} backend: {exc}", "check the backend flags (agentworld predict --help)") from None
-
 
 def _config(temperature: float | None, top_p: float | None, max_tokens: int | None, seed: int | None, n: int | None):
     from agentworld.models import GenerationConfig
@@ -85,14 +49,8 @@ def predict(
     domain: str = typer.Option(None, "--domain", "-d", help="Domain, when starting without a history file."),
     task: str = typer.Option("", "--task", help="Task description for a fresh session's system prompt."),
     interactive: bool = typer.Option(False, "--interactive", "-i", help="Type actions, see predicted observations."),
-    backend: str = typer.Option("smol", "--backend", "-b", help=BACKEND_HELP),
-    model: str = typer.Option(None, "--model", help="openai: model name (or AGENTWORLD_MODEL)."),
-    path: Path = typer.Option(None, "--path", help="hf: checkpoint folder."),
-    adapter: Path = typer.Option(None, "--adapter", help="hf/smol: PEFT adapter folder."),
-    source: Path = typer.Option(None, "--source", help="retrieval: trajectory file/dir or benchmark dir to index."),
-    base_url: str = typer.Option(None, "--base-url", help="openai: endpoint (or AGENTWORLD_BASE_URL)."),
-    api_key: str = typer.Option(None, "--api-key", help="openai: key (or OPENAI_API_KEY)."),
-    precision: str = typer.Option(None, "--precision", help="hf/smol: auto | fp32 | bf16 | autocast."),
+    backend: BackendOpt = "smol",
+    opt: OptsOpt = None,
     temperature: float = typer.Option(None, "--temperature", "-t"),
     top_p: float = typer.Option(None, "--top-p"),
     max_tokens: int = typer.Option(None, "--max-tokens"),
@@ -124,13 +82,8 @@ def predict(
         response_cache = ResponseCache(cache, mode=cache_mode) if cache else None
     except (FileNotFoundError, ValueError) as exc:
         raise fail(f"cannot open the cache: {exc}", "--cache-mode is off, rw or replay; replay needs an existing file") from None
-    wm = WorldModel(
-        make_backend(
-            backend, model=model, path=path, adapter=adapter, source=source, domain=domain,
-            base_url=base_url, api_key=api_key, precision=precision,
-        ),
-        cache=response_cache,
-    )
+    # A fresh session's --domain also picks the retrieval index, unless the spec fixes one.
+    wm = WorldModel(load_cli_backend(backend, opt, domain=domain), cache=response_cache)
     # The simulator plays the session; without the ledger in the prompt the world model
     # sees exactly the start's system prompt and the turns so far.
     env = SimEnv(wm, start.scenario, config=_config(temperature, top_p, max_tokens, seed, n), use_ledger=False)
@@ -247,15 +200,8 @@ def _save(env: Any, target: str) -> None:
 
 
 def serve(
-    backend: str = typer.Option("smol", "--backend", "-b", help=BACKEND_HELP),
-    model: str = typer.Option(None, "--model", help="openai: upstream model name."),
-    path: Path = typer.Option(None, "--path", help="hf: checkpoint folder."),
-    adapter: Path = typer.Option(None, "--adapter", help="hf/smol: PEFT adapter folder."),
-    source: Path = typer.Option(None, "--source", help="retrieval: trajectory file/dir or benchmark dir to index."),
-    domain: str = typer.Option(None, "--domain", help="retrieval: fix the domain index."),
-    base_url: str = typer.Option(None, "--base-url", help="openai: upstream endpoint."),
-    api_key: str = typer.Option(None, "--api-key", help="openai: upstream key."),
-    precision: str = typer.Option(None, "--precision", help="hf/smol: auto | fp32 | bf16 | autocast."),
+    backend: BackendOpt = "smol",
+    opt: OptsOpt = None,
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(8000, "--port"),
     served_name: str = typer.Option(None, "--served-model-name", help="Model name clients send (default: the model id)."),
@@ -280,10 +226,7 @@ def serve(
         raise fail(str(exc), "--max-request-bytes takes a positive byte count; --token a non-empty string") from None
     if fault not in ("http", "malformed", "mixed") or delay < 0:
         raise fail(f"bad --fault {fault!r} or --delay {delay}", "--fault is http, malformed or mixed; --delay is seconds >= 0")
-    instance = make_backend(
-        backend, model=model, path=path, adapter=adapter, source=source, domain=domain,
-        base_url=base_url, api_key=api_key, precision=precision,
-    )
+    instance = load_cli_backend(backend, opt)
     app_ = create_app(
         instance, model_name=served_name, fail_rate=fail_rate, seed=seed, split_reasoning=split_reasoning,
         fault=fault, delay_s=delay, policy=policy,

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from agentworld.cli._backend import BackendOpt, OptsOpt, backend_spec, open_backend, with_defaults
 from agentworld.cli._common import console, fail, out
 
 app = typer.Typer(help="Serve a world model as an environment (Gym-style, HTTP/WebSocket, MCP).", no_args_is_help=True)
@@ -17,12 +18,6 @@ world_app = typer.Typer(help="Fictional worlds for search: build a world databas
 app.add_typer(world_app, name="world")
 
 # Shared options (typer has no option groups; these keep every command's flags identical).
-BACKEND = typer.Option("smol", "--backend", "-b", help="openai | hf | smol | retrieval")
-MODEL = typer.Option(None, "--model", help="Model name (openai backend).")
-PATH = typer.Option(None, "--path", help="Checkpoint folder (hf backend).")
-ADAPTER = typer.Option(None, "--adapter", help="PEFT adapter folder (hf, smol).")
-SOURCE = typer.Option(None, "--source", help="Trajectories or benchmark dir to index (retrieval backend).")
-BASE_URL = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint.")
 CACHE = typer.Option(None, "--cache", help="Response cache file (SQLite).")
 CACHE_MODE = typer.Option("rw", "--cache-mode", help="rw | replay (strict: a miss is an error) | off")
 SCENARIO = typer.Option(None, "--scenario", help="Scenario YAML/JSON file.")
@@ -39,11 +34,13 @@ TEMPERATURE = typer.Option(None, "--temperature")
 MAX_TOKENS = typer.Option(None, "--max-tokens")
 
 
-def _world_model(backend: str, model, path, adapter, source, base_url, cache, cache_mode, *, domain: str | None, concurrency: int = 4):
-    from agentworld.cli.predict import make_backend
+def _world_model(model_spec, cache, cache_mode, *, domain: str | None, concurrency: int = 4):
+    """The world model for a parsed ``--backend`` spec (parsed first, so a bad spec fails
+    before any scenario or environment work)."""
     from agentworld.models import ResponseCache, WorldModel
 
-    be = make_backend(backend, model=model, path=path, adapter=adapter, source=source, domain=domain, base_url=base_url)
+    # The retrieval index follows the scenario's domain unless the spec fixes one.
+    be = open_backend(with_defaults(model_spec, domain=domain))
     rc = None
     if cache is not None:
         try:
@@ -118,8 +115,7 @@ def _gen(temperature, max_tokens):
 
 @app.command()
 def serve(
-    backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER, source: Path = SOURCE,
-    base_url: str = BASE_URL, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
+    backend: BackendOpt = "smol", opt: OptsOpt = None, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
     scenario: Path = SCENARIO, trajectory: Path = TRAJECTORY, record_id: str = RECORD_ID, tools: Path = TOOLS,
     world: Path = WORLD, question: str = QUESTION, perturbations: Path = PERTURB, resample: int = RESAMPLE,
     temperature: float = TEMPERATURE, max_tokens: int = MAX_TOKENS,
@@ -133,13 +129,14 @@ def serve(
     token: str = TOKEN, max_request_bytes: int = MAX_REQUEST_BYTES,
 ) -> None:
     """Serve sessions over HTTP (/reset /step /state /close) and WebSocket (/ws), OpenEnv style."""
+    model_spec = backend_spec(backend, opt)
     from agentworld import serving
     from agentworld.sim.server import create_app
     from agentworld.sim.sessions import Limits, SessionManager
 
     sc, _ = _scenario_and_checks(scenario, trajectory, record_id, tools, world, question)
     spec = _perturbations(perturbations)
-    wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain, concurrency=concurrency)
+    wm = _world_model(model_spec, cache, cache_mode, domain=sc.domain, concurrency=concurrency)
     limits = Limits(max_sessions=max_sessions, max_inflight=max_inflight, max_waiting=max_waiting)
     manager = SessionManager(wm, sc, perturbations=spec, config=_gen(temperature, max_tokens),
                              limits=limits, resample=resample, record=record)
@@ -161,8 +158,7 @@ def _policy(token: str | None, max_request_bytes: int):
 
 @app.command()
 def mcp(
-    backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER, source: Path = SOURCE,
-    base_url: str = BASE_URL, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
+    backend: BackendOpt = "smol", opt: OptsOpt = None, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
     scenario: Path = SCENARIO, trajectory: Path = TRAJECTORY, record_id: str = RECORD_ID, tools: Path = TOOLS,
     perturbations: Path = PERTURB, resample: int = RESAMPLE, seed: int = typer.Option(0, "--seed"),
     transport: str = typer.Option("stdio", "--transport", help="stdio | http (streamable HTTP at /mcp)"),
@@ -174,6 +170,7 @@ def mcp(
     token: str = TOKEN, max_request_bytes: int = MAX_REQUEST_BYTES,
 ) -> None:
     """Serve the scenario's tools as an MCP server whose results come from the world model."""
+    model_spec = backend_spec(backend, opt)
     from agentworld import serving
     from agentworld.sim import SimEnv
     from agentworld.sim.mcp_facade import SimulatedToolServer
@@ -185,7 +182,7 @@ def mcp(
     if max_history < 0 or max_clients < 1:
         raise fail("--max-history must be >= 0 and --max-clients >= 1")
     policy = _policy(token, max_request_bytes)
-    wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
+    wm = _world_model(model_spec, cache, cache_mode, domain=sc.domain)
     try:
         facade = SimulatedToolServer(SimEnv(wm, sc, perturbations=spec, resample=resample), seed=seed,
                                      history_turns=max_history, max_clients=max_clients,
@@ -240,14 +237,14 @@ def _run_stdio(facade) -> None:
 @app.command()
 def run(
     actions: Path = typer.Argument(..., help="Actions: a trajectory JSONL (its turns' actions) or a JSON list."),
-    backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER, source: Path = SOURCE,
-    base_url: str = BASE_URL, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
+    backend: BackendOpt = "smol", opt: OptsOpt = None, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
     scenario: Path = SCENARIO, record_id: str = RECORD_ID, tools: Path = TOOLS, world: Path = WORLD,
     question: str = QUESTION, perturbations: Path = PERTURB, resample: int = RESAMPLE,
     temperature: float = TEMPERATURE, max_tokens: int = MAX_TOKENS, seed: int = typer.Option(0, "--seed"),
     out_path: Path = typer.Option(..., "--out", "-o", help="Append the simulated trajectory to this JSONL file."),
 ) -> None:
     """Play a sequence of actions in the simulator and record the episode (replayable)."""
+    model_spec = backend_spec(backend, opt)
     from agentworld.jsonl import JsonlAppender
     from agentworld.sim import SimEnv
     from agentworld.sim.loading import InputError, load_actions
@@ -259,7 +256,7 @@ def run(
     except InputError as exc:
         raise fail(str(exc), "give a trajectory JSONL or a JSON list of actions") from None
     spec = _perturbations(perturbations)
-    wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
+    wm = _world_model(model_spec, cache, cache_mode, domain=sc.domain)
     env = SimEnv(wm, sc, perturbations=spec, config=_gen(temperature, max_tokens),
                  resample=resample, checks=checks)
     from agentworld.models import CacheMiss
@@ -288,10 +285,10 @@ def run(
 def replay(
     trajectory: Path = typer.Argument(..., help="A simulated trajectory written by `agentworld sim run`."),
     cache: Path = typer.Option(..., "--cache", help="The response cache the episode was recorded with."),
-    record_id: str = RECORD_ID, backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER,
-    source: Path = SOURCE, base_url: str = BASE_URL,
+    record_id: str = RECORD_ID, backend: BackendOpt = "smol", opt: OptsOpt = None,
 ) -> None:
     """Re-run a recorded simulated episode from the cache in strict replay mode and compare."""
+    model_spec = backend_spec(backend, opt)
     from agentworld.sim.loading import InputError, load_trajectory
     from agentworld.sim.replay import ReplayMismatch, replay_episode
 
@@ -299,7 +296,7 @@ def replay(
         traj = load_trajectory(trajectory, record_id)
     except InputError as exc:
         raise fail(str(exc)) from None
-    wm = _world_model(backend, model, path, adapter, source, base_url, cache, "replay", domain=traj.domain)
+    wm = _world_model(model_spec, cache, "replay", domain=traj.domain)
     from agentworld.models import CacheMiss
 
     try:
@@ -313,8 +310,7 @@ def replay(
 def drift(
     env_id: str = typer.Option(..., "--env", help="Real environment id from the agentworld.envs registry (e.g. terminal-v1, fictional-search-v1)."),
     actions: Path = typer.Option(..., "--actions", help="Trajectory JSONL (its actions) or a JSON list of actions."),
-    record_id: str = RECORD_ID, backend: str = BACKEND, model: str = MODEL, path: Path = PATH, adapter: Path = ADAPTER,
-    source: Path = SOURCE, base_url: str = BASE_URL, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
+    record_id: str = RECORD_ID, backend: BackendOpt = "smol", opt: OptsOpt = None, cache: Path = CACHE, cache_mode: str = CACHE_MODE,
     world: Path = typer.Option(None, "--world", help="Fictional world database (the env's `world` argument)."),
     question: str = typer.Option(None, "--question", help="Question id of the world (the env's `question` argument)."),
     seed: int = typer.Option(0, "--seed"),
@@ -326,6 +322,7 @@ def drift(
     reset_options: str = typer.Option(None, "--reset-options", help="JSON options for the real env's reset (workspace files...), or @file.json."),
 ) -> None:
     """Run the same actions in a real environment and in the simulator; score each step."""
+    model_spec = backend_spec(backend, opt)
     from agentworld.envs import make
     from agentworld.sim import SimEnv
     from agentworld.sim.drift import measure_drift, scenario_for
@@ -367,7 +364,7 @@ def drift(
     # fact checks) gives the simulator its own scenario and checks.
     sc = real.sim_scenario(first) if hasattr(real, "sim_scenario") else scenario_for(real, first)
     checks: list[Any] = real.sim_checks() if hasattr(real, "sim_checks") else []
-    wm = _world_model(backend, model, path, adapter, source, base_url, cache, cache_mode, domain=sc.domain)
+    wm = _world_model(model_spec, cache, cache_mode, domain=sc.domain)
     try:
         report = measure_drift(real, SimEnv(wm, sc, checks=checks), acts, env_name=env_id, seed=seed, mode=mode,
                                threshold=threshold, min_factuality=min_factuality, options=options)  # type: ignore[arg-type]

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import field_validator, model_validator
+
 from agentworld.config import Config, opt
 
 C = TypeVar("C", bound=Config)
@@ -45,19 +47,33 @@ class CPTConfig(CommonConfig):
 class SFTConfig(CommonConfig):
     """SFT set by rejection sampling: k rollouts per query, judged, best kept above a threshold."""
 
-    backend: str = opt("retrieval", "World-model backend producing rollouts: openai, hf, smol or retrieval.")
-    backend_options: dict[str, Any] = opt({}, "Options passed to the backend (model, base_url, path, source...).")
+    backend: str = opt("retrieval", "World-model backend spec producing rollouts, e.g. openai:MODEL@URL, hf:PATH, smol, "
+                       "retrieval:TRAJECTORIES (grammar: agentworld.models.spec).")
+    backend_options: dict[str, Any] = opt({}, "More backend options, KEY: VALUE (e.g. api_key, max_retries, precision).")
     k: int = opt(3, "Rollouts per query.")
     temperature: float = opt(0.8, "Sampling temperature of the rollouts.")
     max_tokens: int = opt(2048, "Token limit of one rollout.")
     concurrency: int = opt(4, "Queries in flight at once.")
     scorer: str = opt("rules", "Scorer: 'rules' (offline rule scorer) or 'llm' (LLM judge).")
-    judge_backend: str = opt("openai", "Backend of the LLM judge (scorer: llm).")
-    judge_options: dict[str, Any] = opt({}, "Options of the judge backend.")
+    judge_backend: str = opt("openai", "Backend spec of the LLM judge (scorer: llm), e.g. openai:MODEL@URL.")
+    judge_options: dict[str, Any] = opt({}, "More options of the judge backend, KEY: VALUE.")
     threshold: float = opt(3.0, "Minimum judge total (1-5 mean) for a rollout to be kept.")
     turn_policy: str = opt("spread", "Which turns become queries: all, spread or random.")
     max_queries: int = opt(0, "Stop after this many queries (0 = all).")
     require_reasoning: bool = opt(False, "Reject rollouts without a reasoning block.")
+
+    @field_validator("backend", "judge_backend")
+    @classmethod
+    def _spec(cls, value: str) -> str:
+        from agentworld.models.spec import check_spec_text
+
+        return check_spec_text(value)
+
+    @model_validator(mode="after")
+    def _spec_options(self) -> SFTConfig:
+        from agentworld.models.spec import check_spec_options
+
+        return check_spec_options(self, ("backend", "backend_options"), ("judge_backend", "judge_options"))
 
 
 class RLConfig(CommonConfig):

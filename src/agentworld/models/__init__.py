@@ -1,6 +1,8 @@
 """World-model backends behind one interface, the runner that calls them, and the cache.
 
-``load_backend(name, **options)`` builds a backend by registry name; backends import
+A backend is named by one spec string, ``[LABEL=]BACKEND[:TARGET][@URL][,KEY=VALUE...]``
+(``smol``, ``hf:ckpt/``, ``retrieval:trajs.jsonl``, ``openai:qwen3@http://h:8000/v1``), parsed
+by :func:`parse_backend_spec`; ``load_backend(spec, **options)`` builds it. Backends import
 their heavy dependencies (torch, transformers) only when they are built::
 
     from agentworld.models import WorldModel, ResponseCache, load_backend
@@ -25,14 +27,10 @@ from agentworld.models.base import (
 )
 from agentworld.models.cache import CacheMiss, CacheMode, ResponseCache
 from agentworld.models.runner import RunnerStats, WorldModel
+from agentworld.models.spec import KINDS, BackendSpec, BackendSpecError, parse_backend_spec
 
 # name -> "module:Class"; imported on first use so the core needs no torch.
-BACKENDS: dict[str, str] = {
-    "openai": "agentworld.models.openai_api:OpenAIBackend",
-    "hf": "agentworld.models.hf:HFBackend",
-    "smol": "agentworld.models.smol:SmolBackend",
-    "retrieval": "agentworld.models.retrieval:RetrievalBackend",
-}
+BACKENDS: dict[str, str] = {name: kind.impl for name, kind in KINDS.items()}
 
 
 def backend_class(name: str) -> type[Backend]:
@@ -49,14 +47,19 @@ def backend_class(name: str) -> type[Backend]:
     return getattr(mod, cls)
 
 
-def load_backend(name: str, **options: Any) -> Backend:
-    """Build a backend: ``openai``, ``hf``, ``smol`` or ``retrieval``; options go to its
-    constructor (``None`` values are dropped so CLI flags can pass "unset" through)."""
-    return backend_class(name)(**{k: v for k, v in options.items() if v is not None})
+def load_backend(spec: BackendSpec | str, **options: Any) -> Backend:
+    """Build the backend a spec names (``"smol"``, ``"openai:m@url"``, a parsed
+    :class:`BackendSpec`); ``options`` are typed extra options (``None`` means unset).
+    A bad spec or option raises :class:`BackendSpecError` (a ``ValueError``)."""
+    parsed = parse_backend_spec(spec, {k: v for k, v in options.items() if v is not None}, allow_label=True)
+    return backend_class(parsed.name)(**parsed.kwargs())
 
 
 __all__ = [
     "BACKENDS",
+    "KINDS",
+    "BackendSpec",
+    "BackendSpecError",
     "DEFAULT_GENERATION",
     "Backend",
     "BackendError",
@@ -71,4 +74,5 @@ __all__ = [
     "WorldModel",
     "backend_class",
     "load_backend",
+    "parse_backend_spec",
 ]

@@ -118,10 +118,10 @@ class OpenAIBackend(Backend):
         self.base_url = base_url or _env("AGENTWORLD_BASE_URL", "OPENAI_BASE_URL")
         key = api_key or _env("AGENTWORLD_API_KEY", "OPENAI_API_KEY")
         if not self.model:
-            raise BackendError("no model name: pass --model or set AGENTWORLD_MODEL")
+            raise BackendError("no model name: write openai:MODEL@URL or set AGENTWORLD_MODEL")
         if not key:
             if not self.base_url:
-                raise BackendError("no API key: pass --api-key or set OPENAI_API_KEY (or point --base-url at a local server)")
+                raise BackendError("no API key: set OPENAI_API_KEY or pass the option api_key=KEY (or give a local server: openai:MODEL@URL)")
             key = "EMPTY"  # local servers accept any key
         self.timeout = timeout
         self.max_retries = max_retries

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import yaml
-from pydantic import Field, TypeAdapter, create_model, model_validator
+from pydantic import Field, TypeAdapter, create_model, field_validator, model_validator
 from pydantic.errors import PydanticSchemaGenerationError
 
 from agentworld.config import Config, ConfigError, merge_overrides, opt, read_yaml
@@ -92,10 +92,23 @@ class GSPOFields(TrainFields):
     kind: ClassVar[str] = "gspo"
 
     judge: str = opt("rules", "Rubric judge: 'rules' (offline rule scorer) or 'llm' (LLM judge).")
-    judge_backend: str = opt("openai", "Backend of the LLM judge (judge: llm).")
-    judge_options: dict[str, Any] = opt({}, "Options of the judge backend (model, base_url...).")
+    judge_backend: str = opt("openai", "Backend spec of the LLM judge (judge: llm), e.g. openai:MODEL@URL.")
+    judge_options: dict[str, Any] = opt({}, "More options of the judge backend, KEY: VALUE (api_key, max_retries...).")
     rubric_weight: float = opt(0.9, "Weight of the rubric reward.")
     rule_weight: float = opt(0.1, "Weight of the rule-verifier reward.")
+
+    @field_validator("judge_backend")
+    @classmethod
+    def _spec(cls, value: str) -> str:
+        from agentworld.models.spec import check_spec_text
+
+        return check_spec_text(value)
+
+    @model_validator(mode="after")
+    def _spec_options(self) -> GSPOFields:
+        from agentworld.models.spec import check_spec_options
+
+        return check_spec_options(self, ("judge_backend", "judge_options"))
 
 
 # The argument-class defaults this project changes (values only: the fields, their types

@@ -1,5 +1,8 @@
 """The ``collect`` group and what every environment's collect command shares: split seeds,
-common options, and running plus reporting a collection."""
+common options (``--out`` with one default layout, ``--episodes``, ``--test-episodes``,
+``--seed``, ``--workers``, ``--bench-dir``, the ``--agent`` spec), and running plus
+reporting a collection. Every collection resumes: a rerun of the same command records only
+the episodes its output file lacks."""
 
 from __future__ import annotations
 
@@ -9,25 +12,61 @@ from typing import Annotated, Any
 
 import typer
 
-from agentworld.cli._common import console, out
+from agentworld.cli._common import console, fail, out
 
 app = typer.Typer(help="Record ground-truth trajectories in real sandboxed environments.", no_args_is_help=True)
 
 HELD_OUT = 1_000_000
 """Test-split seeds start here, so held-out episodes never share a seed with training ones."""
 
-Out = Annotated[Path | None, typer.Option("--out", "-o", help="Trajectory JSONL (appended to; resumable).")]
-Episodes = Annotated[int, typer.Option(help="Training-split episodes.")]
+OUT_DIR = Path("runs/collect")
+"""Default output: ``runs/collect/<domain>.jsonl``, the same layout for every environment."""
+
+Out = Annotated[Path | None, typer.Option("--out", "-o", help="Trajectory JSONL (appended to; a rerun resumes) "
+                                          "(default: runs/collect/<domain>.jsonl).")]
+Episodes = Annotated[int, typer.Option(help="Training-split episodes (seeds --seed, --seed+1, ...).")]
 TestEpisodes = Annotated[int, typer.Option(help="Held-out episodes; they become benchmark samples.")]
-Seed = Annotated[int, typer.Option(help="First seed of each split.")]
-Workers = Annotated[int, typer.Option(help="Episodes recorded in parallel.")]
+Seed = Annotated[int, typer.Option(help="First seed of each split (shift it to record new episodes).")]
+Workers = Annotated[int, typer.Option(help="Episodes recorded in parallel (one sandbox each).")]
 BenchDir = Annotated[Path | None, typer.Option(help="Write <domain>_test.jsonl here from held-out episodes.")]
 Templates = Annotated[list[str] | None, typer.Option("--template", "-t", help="Only these task templates (repeatable).")]
-AgentModel = Annotated[str | None, typer.Option(help="Drive episodes with this model instead of the scripted policy.")]
-AgentUrl = Annotated[str | None, typer.Option(help="OpenAI-compatible base URL for --agent-model.")]
-AgentKey = Annotated[str, typer.Option(envvar="OPENAI_API_KEY", help="API key for --agent-model.")]
+Agent = Annotated[str, typer.Option("--agent", metavar="scripted|SPEC", help=(
+    "The policy: `scripted`, or an LLM agent named by a backend spec, openai:MODEL@URL[,api_key=K,timeout=S] "
+    "(key default: $OPENAI_API_KEY)."))]
+AgentOpts = Annotated[list[str] | None, typer.Option("--agent-opt", metavar="KEY=VALUE",
+                                                     help="Agent backend option (repeatable), e.g. api_key=sk-x.")]
 AgentNative = Annotated[bool, typer.Option("--agent-native-tools/--agent-text-tools",
-                                           help="OpenAI tool calling, or <tool_call> text for servers without it.")]
+                                           help="LLM agent: OpenAI tool calling, or <tool_call> text for servers without it.")]
+
+AGENT_OPTIONS = ("api_key", "timeout")
+"""Backend options an agent takes; the rest of an agent's settings are per environment."""
+
+
+def agent_settings(agent: str, opts: list[str] | None) -> dict[str, Any] | None:
+    """``--agent``/``--agent-opt`` as agent config fields (model, base_url, api_key,
+    timeout_s), or None for the scripted policy. An agent speaks to an OpenAI-compatible
+    endpoint, so only ``openai`` specs are agents."""
+    import os
+
+    from agentworld.cli._backend import backend_spec
+
+    if agent.strip() == "scripted":
+        if opts:
+            raise fail("--agent-opt is for an LLM agent", "add --agent openai:MODEL@URL")
+        return None
+    spec = backend_spec(agent, opts, flag="--agent")
+    if spec.name != "openai":
+        raise fail(f"--agent {agent!r}: an agent runs through an OpenAI-compatible endpoint",
+                   "use --agent scripted or --agent openai:MODEL@URL")
+    if not spec.target:
+        raise fail(f"--agent {agent!r} names no model", "write --agent openai:MODEL@URL")
+    if extra := sorted(set(spec.options) - set(AGENT_OPTIONS)):
+        raise fail(f"--agent {agent!r}: an agent takes no option {extra[0]!r}", f"agent options: {', '.join(AGENT_OPTIONS)}")
+    settings: dict[str, Any] = {"model": spec.target, "base_url": spec.base_url,
+                                "api_key": spec.options.get("api_key") or os.environ.get("OPENAI_API_KEY") or "EMPTY"}
+    if "timeout" in spec.options:
+        settings["timeout_s"] = spec.options["timeout"]
+    return settings
 
 
 def split_jobs(domain: str, episodes: int, test_episodes: int, seed: int, templates: list[str] | None) -> list[Any]:
@@ -43,13 +82,14 @@ def split_jobs(domain: str, episodes: int, test_episodes: int, seed: int, templa
     return jobs
 
 
-def run_and_report(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], out_path: Path, workers: int,
+def run_and_report(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], out_path: Path | None, workers: int,
          bench_dir: Path | None) -> None:
-    """Sweep what killed runs left, run the jobs on the shared runner, print what was
-    recorded, exit 1 if any failed."""
+    """Sweep what killed runs left, run the jobs on the shared runner (``out_path`` None:
+    ``runs/collect/<domain>.jsonl``), print what was recorded, exit 1 if any failed."""
     from agentworld.envs.collect import failures_path, run_collection
     from agentworld.envs.sweep import sweep_leftovers
 
+    out_path = out_path or OUT_DIR / f"{domain}.jsonl"
     if (swept := sweep_leftovers()).total:
         console.print(str(swept))
     report = run_collection(jobs, run_one, out=out_path, workers=workers, bench_dir=bench_dir, desc=f"{domain} episodes")

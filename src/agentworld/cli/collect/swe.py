@@ -2,29 +2,31 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
 from agentworld.cli._common import fail
-from agentworld.cli.collect._app import app, run_and_report, split_jobs
+from agentworld.cli.collect._app import (
+    Agent, AgentNative, AgentOpts, BenchDir, Episodes, Out, Seed, TestEpisodes, Workers, agent_settings, app,
+    run_and_report, split_jobs,
+)
+
 
 @app.command("swe")
 def collect_swe(
-    out: Path = typer.Option(Path("benchmarks/local/trajectories/swe.jsonl"), help="Trajectory JSONL (appended; resumable)."),
-    bench_dir: Path = typer.Option(Path("benchmarks/local"), help="Where swe_test.jsonl is (re)written from held-out episodes."),
-    episodes: int = typer.Option(0, help="Training episodes (seeds start, start+1, ...)."),
-    test_episodes: int = typer.Option(30, help="Held-out episodes, written as benchmark samples."),
-    start: int = typer.Option(0, help="First seed index (shift it to collect new episodes)."),
-    workers: int = typer.Option(2, help="Episodes recorded in parallel (one sandbox each)."),
-    repo: list[str] = typer.Option([], help="Restrict to these repositories (repeatable)."),
-    agent: str = typer.Option("scripted", help="`scripted` repair, or `llm` (tool calling through an OpenAI-compatible endpoint)."),
-    model: str = typer.Option("", help="Model name for --agent llm."),
-    base_url: str = typer.Option("", help="Endpoint for --agent llm (default: $OPENAI_BASE_URL)."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the API key."),
-    max_steps: int = typer.Option(30, help="Most tool calls per LLM episode."),
-    download: bool = typer.Option(False, help="First fetch the source distributions (needs PyPI access)."),
+    out_path: Out = None,
+    episodes: Episodes = 0,
+    test_episodes: TestEpisodes = 30,
+    seed: Seed = 0,
+    workers: Workers = 2,
+    bench_dir: BenchDir = None,
+    repo: Annotated[list[str] | None, typer.Option(help="Restrict to these repositories (repeatable).")] = None,
+    agent: Agent = "scripted",
+    agent_opt: AgentOpts = None,
+    agent_native_tools: AgentNative = True,
+    max_steps: Annotated[int, typer.Option(help="Most tool calls per LLM episode.")] = 30,
+    download: Annotated[bool, typer.Option(help="First fetch the source distributions (needs PyPI access).")] = False,
 ) -> None:
     """Record repair episodes: a real repository, a seeded bug the tests catch, coding tools."""
     from agentworld.envs.sandbox import Sandbox, SandboxUnavailable
@@ -32,13 +34,10 @@ def collect_swe(
     from agentworld.envs.swe.agent import agent_config, run_agent
     from agentworld.envs.swe.scripted import scripted_repair
 
-    unknown = sorted(set(repo) - set(REPOS))
+    unknown = sorted(set(repo or []) - set(REPOS))
     if unknown:
         raise fail(f"unknown repositories: {', '.join(unknown)}", f"choose among {', '.join(REPOS)}")
-    if agent not in ("scripted", "llm"):
-        raise fail(f"unknown agent {agent!r}", "use --agent scripted or --agent llm")
-    if agent == "llm" and not model:
-        raise fail("--agent llm needs --model", "e.g. --model qwen3 --base-url http://localhost:8000/v1")
+    settings = agent_settings(agent, agent_opt)
     try:
         if download:
             repos.download()
@@ -51,13 +50,14 @@ def collect_swe(
         Sandbox().close()  # fail once, with the fix, rather than once per episode
     except SandboxUnavailable as exc:
         raise fail(exc.message, exc.fix) from None
-    config = SweConfig(repos=tuple(repo) or tuple(REPOS), max_steps=max_steps)
-    llm = agent_config(model, base_url=base_url or None, api_key=os.environ.get(api_key_env) or "EMPTY", max_turns=max_steps)
+    config = SweConfig(repos=tuple(repo or ()) or tuple(REPOS), max_steps=max_steps)
+    llm = (agent_config(settings.pop("model"), **settings, max_turns=max_steps, native_tools=agent_native_tools)
+           if settings else None)
 
-    def run_one(job):  # one sandbox per episode, closed whatever happens
+    def run_one(job: Any) -> Any:  # one sandbox per episode, closed whatever happens
         env = SweEnv(config)
         try:
-            if agent == "llm":
+            if llm is not None:
                 import asyncio
 
                 return asyncio.run(run_agent(env, llm, seed=job.seed, trajectory_id=job.job_id))
@@ -65,5 +65,5 @@ def collect_swe(
         finally:
             env.close()
 
-    run_and_report("swe", split_jobs("swe", episodes, test_episodes, start, ["repair"]), run_one, out, workers,
+    run_and_report("swe", split_jobs("swe", episodes, test_episodes, seed, ["repair"]), run_one, out_path, workers,
                    bench_dir)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import signal
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from agentworld.cli._common import console, fail
 from agentworld.cli.collect._app import (
-    AgentKey, AgentModel, AgentUrl, BenchDir, Episodes, Out, Seed, Templates, TestEpisodes, Workers, app, run_and_report,
-    split_jobs,
+    Agent, AgentOpts, BenchDir, Episodes, Out, Seed, Templates, TestEpisodes, Workers, agent_settings, app,
+    run_and_report, split_jobs,
 )
 
 
@@ -28,9 +27,8 @@ def collect_terminal(
     build: Annotated[bool, typer.Option("--build/--no-build",
                                         help="Build the sandbox root filesystem first if it is missing.")] = True,
     max_steps: Annotated[int, typer.Option(help="Agent episodes: most actions per episode.")] = 15,
-    agent_model: AgentModel = None,
-    agent_base_url: AgentUrl = None,
-    agent_api_key: AgentKey = "EMPTY",
+    agent: Agent = "scripted",
+    agent_opt: AgentOpts = None,
 ) -> None:
     """Record terminal episodes: a real shell in tmux inside a bwrap sandbox per episode.
 
@@ -45,6 +43,7 @@ def collect_terminal(
     for name in template or []:
         if name not in TEMPLATES.names():
             raise fail(f"unknown terminal task template {name!r}", f"choose from: {', '.join(TEMPLATES.names())}")
+    settings = agent_settings(agent, agent_opt)
     try:
         check_host()
         if not build:
@@ -54,8 +53,7 @@ def collect_terminal(
                 ensure_rootfs()
     except SandboxUnavailable as exc:
         raise fail(exc.message, exc.fix) from None
-    config = (AgentConfig(model=agent_model, base_url=agent_base_url, api_key=agent_api_key, max_turns=max_steps)
-              if agent_model else None)
+    config = AgentConfig(**settings, max_turns=max_steps) if settings else None
 
     def run_one(job: Any) -> Any:
         task = TEMPLATES.get(job.task).instance(job.seed)
@@ -70,4 +68,4 @@ def collect_terminal(
     # SIGTERM ends the run like Ctrl-C: running episodes finish and tear their sandboxes down.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     jobs = split_jobs("terminal", episodes, test_episodes, seed, template or TEMPLATES.names())
-    run_and_report("terminal", jobs, run_one, out_path or Path("runs/collect/terminal.jsonl"), workers, bench_dir)
+    run_and_report("terminal", jobs, run_one, out_path, workers, bench_dir)

@@ -9,16 +9,18 @@ import typer
 
 from agentworld.cli._common import console, fail, out
 from agentworld.cli.collect._app import (
-    AgentKey, AgentModel, AgentNative, AgentUrl, BenchDir, Episodes, Out, Seed, Templates, TestEpisodes, Workers, app,
+    Agent, AgentNative, AgentOpts, BenchDir, Episodes, Out, Seed, Templates, TestEpisodes, Workers, agent_settings, app,
     run_and_report, split_jobs,
 )
 
-def _agent(model: str | None, url: str | None, key: str, native: bool) -> Any:
-    if model is None:
+
+def _agent(agent: str, opts: list[str] | None, native: bool) -> Any:
+    settings = agent_settings(agent, opts)
+    if settings is None:
         return None
     from agentworld.envs.agent import AgentConfig
 
-    return AgentConfig(model=model, base_url=url, api_key=key, native_tools=native)
+    return AgentConfig(**settings, native_tools=native)
 
 
 def _check_templates(kind: str, names: list[str] | None, templates: Any) -> None:
@@ -50,19 +52,18 @@ def collect_mcp(
     workers: Workers = 2,
     bench_dir: BenchDir = None,
     template: Templates = None,
-    agent_model: AgentModel = None,
-    agent_base_url: AgentUrl = None,
-    agent_api_key: AgentKey = "EMPTY",
+    agent: Agent = "scripted",
+    agent_opt: AgentOpts = None,
     agent_native_tools: AgentNative = True,
 ) -> None:
     """Record episodes against real MCP servers (time, git, fetch, filesystem, memory, everything, sequential-thinking)."""
     from agentworld.envs.mcp import TEMPLATES, McpEnv, make_task, missing_servers
 
     _check_templates("MCP", template, TEMPLATES)
+    config = _agent(agent, agent_opt, agent_native_tools)
     needed = sorted({s for name in (template or TEMPLATES) for s in make_task(0, name).options["servers"]})
     if problems := missing_servers(needed):
         raise fail("some MCP servers cannot start:\n  " + "\n  ".join(problems), "run scripts/setup.sh")
-    config = _agent(agent_model, agent_base_url, agent_api_key, agent_native_tools)
 
     def run_one(job: Any) -> Any:
         task = make_task(job.seed, job.task)
@@ -70,7 +71,7 @@ def collect_mcp(
             return _play(env, task, config, job, "mcp/" + "+".join(task.options["servers"]))
 
     run_and_report("mcp", split_jobs("mcp", episodes, test_episodes, seed, template), run_one,
-         out_path or Path("runs/collect/mcp.jsonl"), workers, bench_dir)
+         out_path, workers, bench_dir)
 
 
 @app.command("search")
@@ -87,9 +88,8 @@ def collect_search(
     rebuild: Annotated[bool, typer.Option(help="Rebuild the corpus even if it exists.")] = False,
     max_pages: Annotated[int | None, typer.Option(help="Pages per source when building (small corpora for CI).")] = None,
     source: Annotated[list[str] | None, typer.Option("--source", help="Corpus sources to build (repeatable).")] = None,
-    agent_model: AgentModel = None,
-    agent_base_url: AgentUrl = None,
-    agent_api_key: AgentKey = "EMPTY",
+    agent: Agent = "scripted",
+    agent_opt: AgentOpts = None,
     agent_native_tools: AgentNative = True,
 ) -> None:
     """Record episodes with the offline search engine (web_search, web_extractor, dict_memory)."""
@@ -98,6 +98,7 @@ def collect_search(
     from agentworld.envs.search.sources import APT_PACKAGES, SOURCES, available_sources
 
     _check_templates("search", template, TEMPLATES)
+    config = _agent(agent, agent_opt, agent_native_tools)
     corpus = corpus or default_corpus_dir("full" if max_pages is None else f"max{max_pages}")
     if rebuild or not corpus_ready(corpus):
         if not build:
@@ -114,10 +115,9 @@ def collect_search(
                                     on_page=lambda s, n: n % 500 == 0 and status.update(f"indexing {s}: {n} pages"))
         out.print(f"corpus: {manifest['pages']} pages, {manifest['passages']} passages in {manifest['build_s']} s")
     engine = SearchEngine(corpus)
-    config = _agent(agent_model, agent_base_url, agent_api_key, agent_native_tools)
 
     def run_one(job: Any) -> Any:
         return _play(SearchEnv(engine=engine), make_task(engine, job.seed, job.task), config, job, "search/offline")
 
     run_and_report("search", split_jobs("search", episodes, test_episodes, seed, template), run_one,
-         out_path or Path("runs/collect/search.jsonl"), workers, bench_dir)
+         out_path, workers, bench_dir)

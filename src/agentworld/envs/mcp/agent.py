@@ -2,7 +2,7 @@
 
 The loop, the tool-call protocols and the config live in :mod:`agentworld.envs.agent`;
 this module adds what is particular to tool-use tasks: the instructions, the task text
-and the provenance. Used by ``agentworld collect mcp|search --agent-model``.
+and the provenance. Used by ``agentworld collect mcp|search --agent openai:MODEL@URL``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,53 @@
+"""The backend options every command shares: ``--backend SPEC`` and ``--opt KEY=VALUE``.
+
+The grammar and its parser live in :mod:`agentworld.models.spec`; this module only turns
+its errors into clean CLI errors and shows a status line while a backend loads.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from agentworld.cli._common import console, fail
+from agentworld.models.spec import OPT_HELP, SPEC_HELP, BackendSpec, BackendSpecError, parse_backend_spec
+
+# escape: help text is rich markup, where "[@URL]" would read as a tag and vanish.
+BackendOpt = Annotated[str, typer.Option("--backend", "-b", metavar="SPEC", help=escape(SPEC_HELP))]
+OptsOpt = Annotated[list[str] | None, typer.Option("--opt", metavar="KEY=VALUE", help=OPT_HELP)]
+
+
+def backend_spec(text: str, opts: list[str] | None = None, *, allow_label: bool = False, flag: str = "--backend",
+                 **defaults: Any) -> BackendSpec:
+    """Parse ``text`` plus ``--opt`` pairs; ``defaults`` fill options the user left unset
+    (e.g. the retrieval index's domain from the command's own ``--domain``)."""
+    try:
+        return with_defaults(parse_backend_spec(text, opts, allow_label=allow_label), **defaults)
+    except BackendSpecError as exc:
+        raise fail(str(exc), f"see {flag} in --help for the spec grammar") from None
+
+
+def with_defaults(spec: BackendSpec, **defaults: Any) -> BackendSpec:
+    """``spec`` plus the ``defaults`` it takes and leaves unset (None: no default)."""
+    unset = {k: v for k, v in defaults.items() if v is not None and k in spec.kind.options and k not in spec.kwargs()}
+    return spec.with_options(**unset) if unset else spec
+
+
+def open_backend(spec: BackendSpec) -> Any:
+    """Build the backend, turning setup problems (missing files, optional dependencies,
+    bad option values) into clean errors."""
+    from agentworld.models import load_backend
+
+    try:
+        with console.status(f"loading the {spec.name} backend..."):
+            return load_backend(spec)
+    except (FileNotFoundError, ValueError, ImportError, RuntimeError, TypeError) as exc:
+        raise fail(f"cannot load backend {str(spec)!r}: {exc}", "check the backend spec and its options (--help)") from None
+
+
+def load_cli_backend(text: str, opts: list[str] | None = None, **defaults: Any) -> Any:
+    """``--backend``/``--opt`` straight to a built backend (for commands with nothing to
+    check before it)."""
+    return open_backend(backend_spec(text, opts, **defaults))
