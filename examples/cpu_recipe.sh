@@ -29,12 +29,12 @@ step "5. train 2 steps"
 agentworld train cpt -c configs/train/cpt.yaml -d "$W/cpt" -m "$W/tiny" -o "$W/ckpt" --max-steps 2
 
 step "6. predict, judge with the offline rule scorer, score"
-agentworld bench infer "$W/bench" -o "$W/preds.jsonl" -b hf --opt path="$W/ckpt" --max-tokens 32 -c 4
+agentworld bench infer "$W/bench" -o "$W/preds.jsonl" -b "hf:$W/ckpt" --max-tokens 32 -c 4
 agentworld bench judge "$W/bench" -p "$W/preds.jsonl" -j rules
 agentworld bench score "$W/preds.judged.jsonl" -o "$W/report"
 
 step "7. serve the trained model as a simulated terminal and step it over HTTP"
-agentworld sim serve -b hf --path "$W/ckpt" -t "$W/train.jsonl" --max-tokens 32 --port "$PORT" > "$W/sim.log" 2>&1 &
+agentworld sim serve -b "hf:$W/ckpt" -t "$W/train.jsonl" --max-tokens 32 --port "$PORT" > "$W/sim.log" 2>&1 &
 SIM=$!
 trap 'kill $SIM 2>/dev/null || true' EXIT
 for _ in $(seq 120); do
