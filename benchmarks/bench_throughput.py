@@ -34,10 +34,10 @@ from pathlib import Path
 
 import httpx
 
-from agentworld.bench.format import write_bench_dir
-from agentworld.bench.select import trajectories_to_samples
+from agentworld.records.bench import write_bench_dir
+from agentworld.records.select import trajectories_to_samples
 from agentworld.launch import free_port, launched
-from agentworld.trajectory import Trajectory, Turn, write_trajectories
+from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
 # The sequential client: standalone on purpose (it stands for someone else's script),
 # so it imports only the openai SDK and the standard library.

@@ -18,11 +18,11 @@ import sys
 import time
 from pathlib import Path
 
-from agentworld.bench.format import BenchSample, as_text, load_bench_dir
-from agentworld.bench.judging import JudgedRecord
+from agentworld.records.bench import BenchSample, as_text, load_bench_dir
+from agentworld.records.verdict import JudgedRecord
 from agentworld.bench.score import score_records
 from agentworld.judge.rules import RuleScorer
-from agentworld.models.base import Prediction
+from agentworld.records.prediction import Prediction
 from agentworld.parsing import parse_prediction
 from agentworld.prompts import OBS_CLOSE, OBS_OPEN
 

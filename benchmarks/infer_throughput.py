@@ -20,12 +20,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from agentworld.bench.format import load_bench_dir, write_bench_dir
+from agentworld.records.bench import load_bench_dir, write_bench_dir
 from agentworld.bench.infer import run_infer
-from agentworld.bench.select import trajectories_to_samples
+from agentworld.records.select import trajectories_to_samples
 from agentworld.launch import launched
 from agentworld.models import GenerationConfig, WorldModel, load_backend
-from agentworld.trajectory import Trajectory, Turn, write_trajectories
+from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
 LEVELS = (1, 4, 16)
 

@@ -35,7 +35,7 @@ import yaml
 from agentworld.launch import launched
 from agentworld.models import DEFAULT_GENERATION, WorldModel, load_backend
 from agentworld.sim import PerturbationSpec, Scenario, SimEnv
-from agentworld.trajectory import Trajectory, Turn, write_trajectories
+from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
 PROMPT = "root@sandbox:/workspace#"
 COMMANDS = ["ls", "pwd", "cat notes.txt", "echo hello > notes.txt", "uname -a", "whoami", "date", "ls -la", "df -h", "env"]

@@ -7,7 +7,7 @@ import pytest
 from test_sim_fixtures import mcp_trajectories, terminal_trajectories
 
 from agentworld.models import WorldModel, load_backend
-from agentworld.trajectory import write_trajectories
+from agentworld.records.trajectory import write_trajectories
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -1,7 +1,7 @@
 import json
 import shutil
 
-from agentworld.bench.format import load_bench_dir, write_bench_dir
+from agentworld.records.bench import load_bench_dir, write_bench_dir
 from agentworld.domains import DOMAINS
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from agentworld.bench.format import load_bench_dir, write_bench_dir
+from agentworld.records.bench import load_bench_dir, write_bench_dir
 from agentworld.bench.infer import load_predictions, run_infer, select_samples
-from agentworld.bench.select import trajectories_to_samples
+from agentworld.records.select import trajectories_to_samples
 from agentworld.launch import launched
 from agentworld.models import WorldModel, load_backend
-from agentworld.trajectory import Trajectory, Turn, write_trajectories
+from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
 PROMPT = "root@sandbox:/workspace#"
 

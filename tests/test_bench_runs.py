@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentworld.bench.format import load_bench_dir
+from agentworld.records.bench import load_bench_dir
 from agentworld.cli import app
 from test_bench_infer import make_bench, serve
 

@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from agentworld.bench.judging import JudgedRecord, load_judgements
+from agentworld.bench.judging import load_judgements
+from agentworld.records.verdict import JudgedRecord
 from agentworld.bench.report import write_report
 from agentworld.bench.score import normalize, score_records
 from agentworld.judge import DIMENSIONS, Judgement

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from agentworld.bench.format import load_bench_dir
+from agentworld.records.bench import load_bench_dir
 from agentworld.envs.collect import EpisodeJob, failures_path, run_collection
 from agentworld.envs.sandbox import Sandbox, ensure_rootfs
-from agentworld.trajectory import Provenance, Trajectory, Turn, read_trajectories
+from agentworld.records.trajectory import Provenance, Trajectory, Turn, read_trajectories
 
 
 class ShellEpisodes:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentworld.bench.format import load_bench_dir
+from agentworld.records.bench import load_bench_dir
 from agentworld.cli import app
-from agentworld.trajectory import read_trajectories
+from agentworld.records.trajectory import read_trajectories
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 

@@ -22,7 +22,7 @@ from agentworld.judge import RuleScorer
 from agentworld.models import WorldModel, load_backend
 from agentworld.models.tiny import build_tiny_checkpoint
 from agentworld.prompts import record_response, trajectory_system_prompt
-from agentworld.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
+from agentworld.records.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
 
 ROOT = Path(__file__).parents[1]
 EXAMPLES = ROOT / "examples" / "trajectories.jsonl"

@@ -13,7 +13,7 @@ from agentworld.data.filters import (
     filter_trajectories,
 )
 from agentworld.data.split import check_leakage, split_trajectories
-from agentworld.trajectory import Trajectory, Turn, read_trajectories
+from agentworld.records.trajectory import Trajectory, Turn, read_trajectories
 
 EXAMPLES = Path(__file__).parents[1] / "examples" / "trajectories.jsonl"
 TOOLS = [{"name": "read_file", "inputSchema": {}}, {"type": "function", "function": {"name": "write_file"}}]

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentworld.bench.format import write_bench_dir
-from agentworld.bench.select import trajectories_to_samples
+from agentworld.records.bench import write_bench_dir
+from agentworld.records.select import trajectories_to_samples
 from agentworld.cli import app
 from agentworld.data import select_split
 from agentworld.jsonl import JsonlAppender
-from agentworld.trajectory import Provenance, Trajectory, Turn, read_trajectories, write_trajectories
+from agentworld.records.trajectory import Provenance, Trajectory, Turn, read_trajectories, write_trajectories
 
 
 def _traj(tid: str, split: str | None) -> Trajectory:

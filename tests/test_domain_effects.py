@@ -14,7 +14,7 @@ from agentworld.domains.terminal.screen import final_prompt_line, last_prompt, p
 from agentworld.judge.verifiers import derive_specs
 from agentworld.sim.ledger import LedgerState, ledger_for
 from agentworld.sim.perturb import action_target
-from agentworld.trajectory import Trajectory, Turn
+from agentworld.records.trajectory import Trajectory, Turn
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "agentworld"
 P = "root@sandbox:/workspace# "

@@ -17,7 +17,7 @@ import pytest
 
 from agentworld.envs import Env, EnvCheckError, EpisodeOver, Reset, Step, check_env, check_registered, registered
 from agentworld.envs.checker import DEFAULT_ACTION
-from agentworld.trajectory import SimContext
+from agentworld.records.trajectory import SimContext
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -89,7 +89,7 @@ def _search(tmp_path: Path) -> Setup:
 def _sim(tmp_path: Path) -> Setup:
     from agentworld.models import WorldModel, load_backend
     from agentworld.sim import Scenario
-    from agentworld.trajectory import Trajectory, Turn, write_trajectories
+    from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
     store = tmp_path / "trajs.jsonl"
     write_trajectories(store, [Trajectory(id="t", domain="terminal", turns=[

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentworld.bench.format import load_bench_dir
+from agentworld.records.bench import load_bench_dir
 from agentworld.cli import app
 from agentworld.envs import make, record_episode, registered
 from agentworld.envs.mcp import (
@@ -182,7 +182,7 @@ def test_collect_cli_writes_bench_and_resumes(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_committed_benchmark_trajectories_replay(env: McpEnv) -> None:
     """The recorded ground truth in benchmarks/local still matches the real servers."""
-    from agentworld.trajectory import read_trajectories
+    from agentworld.records.trajectory import read_trajectories
 
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "local" / "trajectories" / "mcp.jsonl"
     trajs = read_trajectories(path, strict=True).items

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentworld.bench.format import load_bench_dir
+from agentworld.records.bench import load_bench_dir
 from agentworld.cli import app
 from agentworld.envs import make, record_episode, registered
 from agentworld.envs.mcp import run_scripted
@@ -228,7 +228,7 @@ def test_agent_driver_plays_an_episode_through_a_real_server(engine: SearchEngin
     from agentworld.envs.mcp.agent import run_agent
     from agentworld.models import load_backend
     from agentworld.models.serve import create_app
-    from agentworld.trajectory import Trajectory, Turn, write_trajectories
+    from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
     task = make_task(engine, 4, "compare")
     demo = run_scripted(SearchEnv(engine=engine), task, trajectory_id="demo", seed=4)
@@ -266,7 +266,7 @@ def test_collect_cli_records_llm_agent_episodes(engine: SearchEngine, corpus: Pa
     retrieval backend behind ``agentworld serve`` answering with a scripted episode's calls."""
     from agentworld.envs.agent import tool_response
     from agentworld.launch import launched
-    from agentworld.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
+    from agentworld.records.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
 
     task = make_task(engine, 4, "compare")
     demo = run_scripted(SearchEnv(engine=engine), task, trajectory_id="demo", seed=4)

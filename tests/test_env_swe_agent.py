@@ -16,7 +16,7 @@ from agentworld.envs.agent import tool_response
 from agentworld.envs.swe import REPOS, SweEnv, tool_call
 from agentworld.envs.swe.agent import agent_config, run_agent, text_tool_call
 from agentworld.launch import launched
-from agentworld.trajectory import Trajectory, Turn, write_trajectories
+from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
 pytestmark = pytest.mark.sandbox
 

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from agentworld.bench.format import load_bench_dir
-from agentworld.bench.infer import PredictionRecord
+from agentworld.records.bench import load_bench_dir
+from agentworld.records.prediction import PredictionRecord
 from agentworld.bench.judging import load_judgements, run_judging
 from agentworld.judge import DIMENSIONS, RuleScorer
 from agentworld.judge.llm import LLMJudge, judgement_from_data
 from agentworld.judge.prompt import judge_messages
 from agentworld.models import WorldModel, load_backend
-from agentworld.models.base import Prediction
+from agentworld.records.prediction import Prediction
 from agentworld.parsing import Status
-from agentworld.trajectory import Trajectory, Turn, write_trajectories
+from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 from test_bench_infer import make_bench, serve
 
 

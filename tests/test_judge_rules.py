@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from agentworld.bench.format import BenchSample, load_bench_dir
+from agentworld.records.bench import BenchSample, load_bench_dir
 from agentworld.judge import DIMENSIONS, Judgement, RuleScorer, clamp_score, sample_total
-from agentworld.models.base import Prediction
+from agentworld.records.prediction import Prediction
 from agentworld.parsing import Status
 
 scorer = RuleScorer()

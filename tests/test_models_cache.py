@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentworld.bench.format import load_bench_dir
+from agentworld.records.bench import load_bench_dir
 from agentworld.models import (
     CacheMiss,
     Completion,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from agentworld.cli import app
-from agentworld.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
+from agentworld.records.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
 
 runner = CliRunner()
 

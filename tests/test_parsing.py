@@ -2,7 +2,7 @@
 
 import pytest
 
-from agentworld.judge.base import DIMENSIONS
+from agentworld.records.verdict import DIMENSIONS
 from agentworld.parsing import (
     Status,
     parse_judgement,

@@ -13,7 +13,7 @@ from agentworld.models import WorldModel, load_backend
 from agentworld.prompts import build_messages, trajectory_system_prompt
 from agentworld.sim import SimEnv
 from agentworld.sim.loading import load_start
-from agentworld.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
+from agentworld.records.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
 
 runner = CliRunner()
 HISTORY = [("pwd", "/workspace"), ("echo hi", "hi"), ("whoami", "root")]

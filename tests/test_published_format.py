@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentworld.bench.format import BenchSample, as_text, load_bench_dir, mark_responses, reencode_bench_dir
+from agentworld.records.bench import BenchSample, as_text, load_bench_dir, mark_responses, reencode_bench_dir
 from agentworld.bench.score import score_records
-from agentworld.bench.select import make_sample
+from agentworld.records.select import make_sample
 from agentworld.cli import app
 from agentworld.data.chat import trajectory_chat
-from agentworld.judge.base import DIMENSIONS
+from agentworld.records.verdict import DIMENSIONS
 from agentworld.judge.llm import LLMJudge
 from agentworld.judge.prompt import JUDGE_PROMPT_VERSION, judge_messages, judge_system_prompt, load_judge_prompts
 from agentworld.models import WorldModel
@@ -21,7 +21,7 @@ from agentworld.sim.env import SimEnv
 from agentworld.sim.loading import load_start
 from agentworld.parsing import Status
 from agentworld.prompts import MARKER, build_messages, sample_messages, trajectory_messages
-from agentworld.trajectory import Trajectory, Turn
+from agentworld.records.trajectory import Trajectory, Turn
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHES = [REPO / "tests" / "fixtures" / "awbench", REPO / "benchmarks" / "local"]

@@ -19,7 +19,7 @@ from agentworld.envs.terminal import TerminalEnv
 from agentworld.jsonl import dumps
 from agentworld.prompts import build_system_prompt, trajectory_system_prompt
 from agentworld.sim import Scenario, SimEnv
-from agentworld.trajectory import Provenance, SimContext, Trajectory, read_trajectories, write_trajectories
+from agentworld.records.trajectory import Provenance, SimContext, Trajectory, read_trajectories, write_trajectories
 
 ROOT = Path(__file__).resolve().parents[1]
 

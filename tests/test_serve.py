@@ -13,7 +13,7 @@ from agentworld.models import GenerationConfig, WorldModel
 from agentworld.models.openai_api import OpenAIBackend
 from agentworld.models.tiny import build_tiny_checkpoint
 from agentworld.prompts import build_messages, build_system_prompt
-from agentworld.trajectory import Trajectory, Turn, write_trajectories
+from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
 
 def _serve(*args: str) -> Iterator[str]:

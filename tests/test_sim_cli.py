@@ -9,7 +9,7 @@ from test_sim_fixtures import ks, terminal_trajectories
 from typer.testing import CliRunner
 
 from agentworld.cli import app
-from agentworld.trajectory import read_trajectories, write_trajectories
+from agentworld.records.trajectory import read_trajectories, write_trajectories
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "perturbations"
 

@@ -12,7 +12,7 @@ from test_sim_fixtures import READ_TOOLS, call, ks, mcp_trajectories, screen, te
 from agentworld.models import CacheMiss, ResponseCache, WorldModel, load_backend
 from agentworld.sim import FAILED, PerturbationSpec, Scenario, SimEnv
 from agentworld.sim.replay import ReplayMismatch, replay_episode
-from agentworld.trajectory import read_trajectories, write_trajectories
+from agentworld.records.trajectory import read_trajectories, write_trajectories
 
 PROMPT = "root@sandbox:/workspace# "
 

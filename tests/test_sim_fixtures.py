@@ -12,7 +12,7 @@ import time
 
 from agentworld.launch import free_port
 from agentworld.serving import ServerPolicy, uvicorn_config
-from agentworld.trajectory import Trajectory, Turn
+from agentworld.records.trajectory import Trajectory, Turn
 
 P = "root@sandbox:/workspace#"
 READ_TOOLS = [

@@ -16,7 +16,7 @@ from test_sim_fixtures import READ_TOOLS, ServerThread
 
 from agentworld.sim import PerturbationSpec, Scenario, SimEnv
 from agentworld.sim.mcp_facade import SimulatedToolServer, mcp_tool, tool_result
-from agentworld.trajectory import read_trajectories
+from agentworld.records.trajectory import read_trajectories
 
 
 def _facade(wm, **kw) -> SimulatedToolServer:

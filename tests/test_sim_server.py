@@ -80,7 +80,7 @@ async def test_backpressure_refuses_when_slots_and_queue_are_full(terminal_wm):
 async def test_websocket_session(terminal_wm, tmp_path):
     from websockets.asyncio.client import connect
 
-    from agentworld.trajectory import read_trajectories
+    from agentworld.records.trajectory import read_trajectories
 
     manager = _manager(terminal_wm)
     manager.record_path = tmp_path / "sessions.jsonl"

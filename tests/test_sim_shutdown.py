@@ -16,7 +16,7 @@ import pytest
 from test_sim_fixtures import READ_TOOLS, ks, terminal_trajectories
 
 from agentworld.launch import free_port
-from agentworld.trajectory import read_trajectories, write_trajectories
+from agentworld.records.trajectory import read_trajectories, write_trajectories
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from agentworld.envs import record_episode
 from agentworld.models import WorldModel, load_backend
 from agentworld.sim import SimEnv
 from agentworld.sim.worlds import FictionalSearchEnv, FictionalWorld, build_world, item_f1, world_check, world_scenario, write_questions
-from agentworld.trajectory import write_trajectories
+from agentworld.records.trajectory import write_trajectories
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import pytest
 from agentworld.envs.sandbox import ensure_rootfs
 from agentworld.envs.terminal import TEMPLATES, TerminalEnv
 from agentworld.envs.terminal.drivers import AgentConfig, parse_agent_reply, run_agent, run_scripted
-from agentworld.trajectory import Trajectory, Turn, write_trajectories
+from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
 pytestmark = pytest.mark.sandbox
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from agentworld.bench.format import BenchSample
-from agentworld.bench.select import make_sample
-from agentworld.judge.base import Judgement
+from agentworld.records.bench import BenchSample
+from agentworld.records.select import make_sample
+from agentworld.records.verdict import Judgement
 from agentworld.judge.verifiers import VerifierSpec
-from agentworld.models.base import Prediction
+from agentworld.records.prediction import Prediction
 from agentworld.prompts import format_observation, trajectory_system_prompt
 from agentworld.train.config import (
     CONFIG_NAME,
@@ -26,7 +26,7 @@ from agentworld.train.rewards import (
     hybrid_reward,
     rubric_reward,
 )
-from agentworld.trajectory import read_trajectories
+from agentworld.records.trajectory import read_trajectories
 
 ROOT = Path(__file__).parents[1]
 

@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from agentworld.bench.select import spread_turns, select_turns, trajectories_to_samples
+from agentworld.records.select import spread_turns, select_turns, trajectories_to_samples
 from agentworld.jsonl import JsonlAppender, read_jsonl
 from agentworld.prompts import build_system_prompt, sample_messages, trajectory_messages
-from agentworld.trajectory import SimContext, Trajectory, Turn, read_trajectories, write_trajectories
+from agentworld.records.trajectory import SimContext, Trajectory, Turn, read_trajectories, write_trajectories
 
 
 def make_traj(i: int, n: int, domain: str = "terminal") -> Trajectory:
@@ -106,7 +106,7 @@ def test_messages_layout_and_system_prompt_parts():
 
 
 def test_sample_uses_its_own_system_str_verbatim(awbench_dir):
-    from agentworld.bench.format import load_bench_dir
+    from agentworld.records.bench import load_bench_dir
 
     s = load_bench_dir(awbench_dir, domains=["swe"]).samples[0]
     assert sample_messages(s)[0]["content"] == s.system_str

@@ -6,7 +6,7 @@ import json
 
 from agentworld.judge.verifiers import RULE_REWARD_MAX, VerifierSpec, derive_specs, rule_reward, verify
 from agentworld.prompts import format_observation
-from agentworld.trajectory import Trajectory, Turn
+from agentworld.records.trajectory import Trajectory, Turn
 
 P = "root@sandbox:/workspace# "
 

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from agentworld.domains import get_domain
 
 if TYPE_CHECKING:
-    from agentworld.bench.format import BenchSample
-    from agentworld.trajectory import SimContext, Trajectory
+    from agentworld.records.bench import BenchSample
+    from agentworld.records.trajectory import SimContext, Trajectory
 
 # 2: history replayed as stored records (marker line, no tags), no empty system message.
 PROMPT_VERSION = "aw-prompt-2"
@@ -159,7 +159,7 @@ def sample_messages(sample: BenchSample) -> list[Message]:
 def trajectory_messages(traj: Trajectory, turn_idx: int, *, variant: int = 0) -> list[Message]:
     """Messages that ask for the observation of turn ``turn_idx`` (1-based): the same as
     those of the benchmark record that evaluates that turn."""
-    from agentworld.bench.select import make_sample
+    from agentworld.records.select import make_sample
 
     if not 1 <= turn_idx <= len(traj.turns):
         raise IndexError(f"turn_idx {turn_idx} out of range 1..{len(traj.turns)}")

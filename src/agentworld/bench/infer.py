@@ -18,16 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
-from agentworld.bench.format import BenchSample
 from agentworld.jsonl import JsonlAppender, LineError, read_jsonl, repair_tail, run_lock, write_jsonl
-from agentworld.models.base import GenerationConfig, Prediction
+from agentworld.models.base import GenerationConfig
 from agentworld.models.runner import WorldModel
 from agentworld.prompts import sample_messages
+from agentworld.records.bench import BenchSample
+from agentworld.records.prediction import Key, PredictionRecord
 from agentworld.seeding import unit_hash
-
-Key = tuple[str, int]
 
 PUBLISHED_DEFAULTS = GenerationConfig(temperature=0.6, max_tokens=32768)
 """Generation settings of the published AgentWorldBench inference (served models)."""
@@ -51,24 +48,6 @@ def check_settings(path: Path, stored: Iterable[Mapping[str, Any] | None], curre
                 f"{path} holds {what} made with other settings ({'; '.join(diff)}). Write to a new --out "
                 "file, or pass --overwrite to start this file afresh"
             )
-
-
-class PredictionRecord(BaseModel):
-    """One stored prediction: which sample, which sampling index, what came back."""
-
-    uid: str
-    domain: str
-    id: int | str
-    turn_idx: int
-    sample_index: int
-    prediction: Prediction
-    settings: dict[str, Any] | None = None
-    """Backend, model id and resolved generation settings of the run (None in old files)."""
-    created_at: float = Field(default_factory=time.time)
-
-    @property
-    def key(self) -> Key:
-        return (self.uid, self.sample_index)
 
 
 def select_samples(

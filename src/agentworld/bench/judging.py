@@ -12,56 +12,20 @@ advisory lock keeps a second run off a file that one is writing.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
-from agentworld.bench.format import BenchSample
-from agentworld.bench.infer import PredictionRecord, check_settings
+from agentworld.bench.infer import check_settings
 from agentworld.jsonl import JsonlAppender, LineError, read_jsonl, repair_tail, run_lock, write_jsonl
-from agentworld.judge.base import Judgement, Scorer
-from agentworld.models.base import Prediction
+from agentworld.judge.base import Scorer
 from agentworld.models.cache import CacheMiss
+from agentworld.records.bench import BenchSample
+from agentworld.records.prediction import Prediction, PredictionRecord
+from agentworld.records.verdict import JudgedKey, JudgedRecord, Judgement
 
-JudgedKey = tuple[str, int, str, str]
-"""(sample uid, sampling index, judge, world model): verdicts of several models on the
-same samples, read from several files, never replace one another."""
 RAW_CLIP = 2000
-
-
-class JudgedRecord(BaseModel):
-    """One judge's verdict on one prediction, self-contained for scoring and reports."""
-
-    uid: str
-    domain: str
-    id: int | str
-    turn_idx: int
-    sample_index: int
-    judge: str
-    judgement: Judgement
-    model: str = ""
-    """The world model that made the prediction (backend:model)."""
-    action: str = ""
-    observation: str | None = None
-    """The parsed predicted observation (None for truncated, missing or failed answers)."""
-    ground_truth: str = ""
-    prediction_status: str = ""
-    raw_text: str | None = None
-    """The start of the raw output when it held no valid observation, for reports."""
-    prediction_error: str | None = None
-    prediction_prompt_tokens: int = 0
-    prediction_completion_tokens: int = 0
-    judge_settings: dict[str, Any] | None = None
-    """The judge's model and sampling settings (None for old files and settings-free judges)."""
-    created_at: float = Field(default_factory=time.time)
-
-    @property
-    def key(self) -> JudgedKey:
-        return (self.uid, self.sample_index, self.judge, self.model)
 
 
 def scorer_settings(scorer: Scorer) -> dict[str, Any] | None:

@@ -16,9 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agentworld.bench.judging import JudgedRecord
 from agentworld.bench.score import GroupScore, ScoreReport, domain_order, normalize
-from agentworld.judge.base import DIMENSIONS
+from agentworld.records.verdict import DIMENSIONS, JudgedRecord
 
 COLUMNS = (*DIMENSIONS, "total")
 OVERVIEW = -1

@@ -15,10 +15,9 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, Field
 
-from agentworld.bench.judging import JudgedRecord
 from agentworld.domains import DOMAINS
-from agentworld.judge.base import DIMENSIONS
 from agentworld.parsing import status_counts
+from agentworld.records.verdict import DIMENSIONS, JudgedRecord
 
 PROXY_NOTE = (
     "Scores from the `rules` judge are deterministic proxies (structure, exact match of "

@@ -7,21 +7,11 @@ from collections.abc import Iterable
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from agentworld.jsonl import LineError
+from agentworld.progress import console as console  # the one stderr console, shared with the library
+from agentworld.progress import progress as progress
 
-# soft_wrap: a message longer than the terminal (or than rich's 80 columns when piped)
-# stays one line, so `file:line: ...` survives grep and editors' jump-to-error. No emoji
-# codes: names such as `wm:m:` must not turn into symbols.
-console = Console(stderr=True, soft_wrap=True, emoji=False)
 out = Console(soft_wrap=True, emoji=False)
 
 
@@ -44,17 +34,3 @@ def report_line_errors(errors: Iterable[LineError], limit: int = 10) -> int:
     if len(errors) > limit:
         console.print(f"[yellow]... and {len(errors) - limit} more bad lines[/]")
     return len(errors)
-
-
-def progress(*extra_columns: object) -> Progress:
-    """A progress bar showing done/total, rate via elapsed time, and ETA."""
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        *extra_columns,
-        console=console,
-    )

@@ -55,7 +55,7 @@ def run_guarded(coro_fn):
 
 
 def _load_samples(bench: Path, domains, ids, sample, seed, limit):
-    from agentworld.bench.format import load_bench_dir
+    from agentworld.records.bench import load_bench_dir
     from agentworld.bench.infer import select_samples
 
     try:
@@ -146,7 +146,7 @@ def judge(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Judge stored predictions with the rule scorer and/or LLM judges (resumable)."""
-    from agentworld.bench.format import load_bench_dir
+    from agentworld.records.bench import load_bench_dir
     from agentworld.bench.infer import load_predictions
     from agentworld.bench.judging import run_judging
     from agentworld.judge import RuleScorer

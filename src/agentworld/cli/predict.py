@@ -191,7 +191,7 @@ def _save(env: Any, target: str) -> None:
     """Append the session as a trajectory: a person was the agent, and the exact system
     prompt is kept (``system_str``) so the session can be replayed as it ran."""
     from agentworld.jsonl import JsonlAppender
-    from agentworld.trajectory import Trajectory
+    from agentworld.records.trajectory import Trajectory
 
     data = env.record(trajectory_id="session").model_dump(mode="json")
     data["provenance"]["agent"] = "human"

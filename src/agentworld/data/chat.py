@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld.prompts import Message, build_messages, record_response
-from agentworld.trajectory import Trajectory
+from agentworld.records.trajectory import Trajectory
 
 
 @dataclass

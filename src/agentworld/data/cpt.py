@@ -29,7 +29,7 @@ from agentworld.data.source import prepare
 from agentworld.data.knowledge import knowledge_messages, read_knowledge
 from agentworld.jsonl import LineError
 from agentworld.prompts import trajectory_system_prompt
-from agentworld.trajectory import Trajectory
+from agentworld.records.trajectory import Trajectory
 
 Progress = Callable[[str, int, int | None], None]
 """``progress(stage, advance, total)``: total is given once per stage, then advances."""

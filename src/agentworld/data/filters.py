@@ -33,7 +33,7 @@ from agentworld.domains.errors import (  # noqa: F401  (re-exported: the filters
     is_rejected,
 )
 from agentworld.tool_calls import call_name
-from agentworld.trajectory import Trajectory, Turn
+from agentworld.records.trajectory import Trajectory, Turn
 
 SKIP_LOSS = "skip_loss"
 """Turn metadata key: set (to the reason) when a turn stays as context but leaves the loss."""

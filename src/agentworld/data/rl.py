@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentworld.bench.select import make_sample
+from agentworld.records.select import make_sample
 from agentworld.data.chat import load_tokenizer
 from agentworld.data.config import RLConfig
 from agentworld.data.cpt import Progress, write_parquet, write_report
@@ -26,7 +26,7 @@ from agentworld.judge.verifiers import derive_specs
 from agentworld.jsonl import dumps
 from agentworld.prompts import NUM_VARIANTS, sample_messages, trajectory_system_prompt
 from agentworld.seeding import keyed_rng
-from agentworld.trajectory import Trajectory
+from agentworld.records.trajectory import Trajectory
 
 
 @dataclass

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentworld.bench.format import BenchSample
-from agentworld.bench.select import make_sample, select_turns
+from agentworld.records.bench import BenchSample
+from agentworld.records.select import make_sample, select_turns
 from agentworld.data.config import SFTConfig
 from agentworld.data.cpt import Progress, write_parquet, write_report
 from agentworld.data.resume import ResumeLog
@@ -26,7 +26,7 @@ from agentworld.data.source import prepare
 from agentworld.models.base import GenerationConfig, Prediction
 from agentworld.prompts import NUM_VARIANTS, format_observation, sample_messages, trajectory_system_prompt
 from agentworld.seeding import keyed_rng
-from agentworld.trajectory import Trajectory
+from agentworld.records.trajectory import Trajectory
 
 
 @dataclass(frozen=True)

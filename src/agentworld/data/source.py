@@ -15,7 +15,7 @@ from agentworld.data.filters import FilterConfig, FilterReport, filter_trajector
 from agentworld.data.split import LeakageReport, check_leakage, split_trajectories
 from agentworld.domains import domain_of_task
 from agentworld.jsonl import LineError, write_jsonl
-from agentworld.trajectory import Trajectory, read_trajectories
+from agentworld.records.trajectory import Trajectory, read_trajectories
 
 
 _NOT_TRAJECTORIES = ("_test.jsonl", ".failures.jsonl")

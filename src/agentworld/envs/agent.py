@@ -26,7 +26,7 @@ from typing import Any
 from agentworld.envs.base import Env
 from agentworld.envs.record import RecordTurns
 from agentworld.tool_calls import ToolCallError, decode_arguments
-from agentworld.trajectory import Provenance, SimContext, Trajectory
+from agentworld.records.trajectory import Provenance, SimContext, Trajectory
 
 _TEXT_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
 

@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from agentworld.trajectory import SimContext
+from agentworld.records.trajectory import SimContext
 
 
 class Reset(NamedTuple):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld.envs.base import Env, EpisodeOver, Reset, Step, make
-from agentworld.trajectory import SimContext, Trajectory
+from agentworld.records.trajectory import SimContext, Trajectory
 
 #: an action every environment must answer (with an error observation, if it is not one
 #: of its own) rather than raise on

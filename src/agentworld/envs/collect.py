@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentworld.bench.select import TurnPolicy, trajectories_to_samples
+from agentworld.records.select import TurnPolicy, trajectories_to_samples
 from agentworld.jsonl import JsonlAppender, write_jsonl
-from agentworld.trajectory import Provenance, Trajectory, read_trajectories
+from agentworld.records.trajectory import Provenance, Trajectory, read_trajectories
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,7 @@ class _Progress:
 
     def __enter__(self) -> _Progress:
         if self.show:
-            from agentworld.cli._common import progress  # lazy: library use needs no CLI
+            from agentworld.progress import progress  # lazy: rich loads only when a bar is shown
 
             self.bar = progress()
             self.bar.__enter__()

@@ -1,10 +1,10 @@
 """The one recorder: :class:`RecordTurns` wraps any environment, real or simulated, and
-records every step as a :class:`~agentworld.trajectory.Turn`.
+records every step as a :class:`~agentworld.records.trajectory.Turn`.
 
 In the spirit of Gymnasium's recording wrappers: the wrapper is itself an
 :class:`~agentworld.envs.base.Env`, passes ``reset``/``step`` through unchanged, and keeps
 what it saw (``turns``); :meth:`RecordTurns.trajectory` turns the episode into a
-:class:`~agentworld.trajectory.Trajectory` with the environment's context. Every driver
+:class:`~agentworld.records.trajectory.Trajectory` with the environment's context. Every driver
 (scripted terminal/mcp/swe episodes, the LLM agent loops, ``record_episode``) records
 through it, and ``SimEnv.record`` builds its turns with :func:`recorded_turn`, so ``info``
 becomes turn metadata in one way only (:func:`sanitize_info`).
@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from agentworld.envs.base import Env, Reset, Step
 from agentworld.envs.checker import _json_problem
-from agentworld.trajectory import Provenance, SimContext, Trajectory, Turn
+from agentworld.records.trajectory import Provenance, SimContext, Trajectory, Turn
 
 
 class InfoNotJSON(ValueError):

@@ -18,8 +18,8 @@ from agentworld.models.runner import WorldModel
 from agentworld.parsing import parse_judgement, verdict_scores
 
 if TYPE_CHECKING:
-    from agentworld.bench.format import BenchSample
-    from agentworld.models.base import Prediction
+    from agentworld.records.bench import BenchSample
+    from agentworld.records.prediction import Prediction
 
 JUDGE_DEFAULTS = GenerationConfig(temperature=0.0, max_tokens=1024, n=1)
 

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentworld.domains import DOMAINS, get_domain
-from agentworld.judge.base import DIMENSIONS
+from agentworld.records.verdict import DIMENSIONS
 from agentworld.parsing import EVAL_CLOSE, EVAL_OPEN, strip_marker
 
 if TYPE_CHECKING:
-    from agentworld.bench.format import BenchSample
+    from agentworld.records.bench import BenchSample
     from agentworld.models.base import Message
 
 # 2: published part order (history, current turn, prediction, ground truth, instructions),

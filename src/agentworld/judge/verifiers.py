@@ -33,7 +33,7 @@ from agentworld.domains import action_effects, sql
 from agentworld.domains.errors import ERROR_PATTERNS, ERROR_SIGNATURES
 from agentworld.domains.terminal import typed_text
 from agentworld.parsing import Status, parse_prediction
-from agentworld.trajectory import Trajectory
+from agentworld.records.trajectory import Trajectory
 
 RULE_REWARD_MAX = 25.0
 

@@ -13,9 +13,7 @@ import abc
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from pydantic import BaseModel, Field
-
-from agentworld.parsing import Status
+from agentworld.records.prediction import Prediction as Prediction  # the record type, re-exported
 
 Message = dict[str, str]
 
@@ -59,32 +57,6 @@ class Completion:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str | None = None
-
-
-class Prediction(BaseModel):
-    """A parsed prediction of the next observation (or a failed call), as stored in results."""
-
-    text: str = ""
-    """The raw model output."""
-    observation: str | None = None
-    reasoning: str | None = None
-    status: Status = Status.missing
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    latency_s: float = 0.0
-    error: str | None = None
-    """Set when the call failed (after retries); the prediction is then not valid."""
-    sample_index: int = 0
-    cached: bool = False
-    backend: str = ""
-    model: str = ""
-    extra: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        """A scored answer: the call succeeded and the output had a closed block or
-        untagged text (the published evaluation scores both; ``status`` tells which)."""
-        return self.error is None and self.status.usable and self.observation is not None
 
 
 class BackendError(RuntimeError):

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from agentworld.bench.format import SUFFIX, BenchSample, as_text
+from agentworld.records.bench import SUFFIX, BenchSample, as_text
 from agentworld.domains import DOMAINS, get_domain
 from agentworld.jsonl import read_jsonl
 from agentworld.models.base import Backend, BackendError, Completion, GenerationConfig, Message
 from agentworld.parsing import parse_prediction, strip_marker
 from agentworld.prompts import format_observation
-from agentworld.trajectory import Trajectory
+from agentworld.records.trajectory import Trajectory
 
 # Single-character words matter here (`ls -l`, `cd /`), so no stopwords and \w+ tokens.
 _SPLITTER = r"(?u)\w+"

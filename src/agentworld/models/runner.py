@@ -20,7 +20,7 @@ from agentworld.models.cache import CacheMiss, ResponseCache, cache_key
 from agentworld.parsing import parse_prediction
 
 if TYPE_CHECKING:
-    from agentworld.bench.format import BenchSample
+    from agentworld.records.bench import BenchSample
 
 __all__ = ["CacheMiss", "RunnerStats", "WorldModel", "to_prediction"]
 

@@ -23,7 +23,7 @@ def default_texts() -> list[str]:
     """A few KB of in-domain text: every domain's system prompt plus tagged observations."""
     from agentworld.domains import DOMAINS
     from agentworld.prompts import build_system_prompt, format_observation
-    from agentworld.trajectory import SimContext
+    from agentworld.records.trajectory import SimContext
 
     texts = [build_system_prompt(d, SimContext(task_description="List the files.")) for d in DOMAINS]
     texts += [

@@ -25,7 +25,7 @@ from agentworld.prompts import build_messages
 from agentworld.sim.ledger import Conflict, LedgerState, rules_for
 from agentworld.sim.perturb import Injection, PerturbationSpec, apply_mechanical
 from agentworld.sim.scenario import Scenario
-from agentworld.trajectory import Provenance, SimContext, Trajectory
+from agentworld.records.trajectory import Provenance, SimContext, Trajectory
 
 #: an extra validator of a candidate observation: ``(action, observation) -> conflicts``
 Check = Callable[[str, str], list[Conflict]]

@@ -12,7 +12,7 @@ import yaml
 
 from agentworld.jsonl import LineError, iter_json_lines
 from agentworld.sim.scenario import Scenario
-from agentworld.trajectory import Trajectory
+from agentworld.records.trajectory import Trajectory
 
 
 class InputError(ValueError):
@@ -110,7 +110,7 @@ def load_start(path: str | Path, *, record_id: str | None = None, turn: int | No
     without it all turns are history. A benchmark sample gives its own history and action.
     The system prompt is kept exactly as the file implies (a sample's own ``system_str``).
     """
-    from agentworld.bench.format import BenchSample
+    from agentworld.records.bench import BenchSample
     from agentworld.prompts import trajectory_system_prompt
 
     lineno, obj = _find_record(path, record_id, "history record")

@@ -26,7 +26,7 @@ from mcp.server.lowlevel.server import Server
 
 from agentworld.sim.env import SimEnv
 from agentworld.sim.ledger.tools import result_payload
-from agentworld.trajectory import Trajectory
+from agentworld.records.trajectory import Trajectory
 
 
 def mcp_tool(schema: dict[str, Any]) -> types.Tool:

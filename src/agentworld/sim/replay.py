@@ -11,7 +11,7 @@ from agentworld.models import WorldModel
 from agentworld.sim.env import SimEnv
 from agentworld.sim.perturb import PerturbationSpec
 from agentworld.sim.scenario import Scenario
-from agentworld.trajectory import Trajectory
+from agentworld.records.trajectory import Trajectory
 
 
 class ReplayMismatch(AssertionError):

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from agentworld.domains import domain_of_task
 from agentworld.domains.terminal.screen import PROMPT_START as _LEADING_PROMPT
 from agentworld.prompts import build_system_prompt
-from agentworld.trajectory import SimContext, Trajectory
+from agentworld.records.trajectory import SimContext, Trajectory
 
 
 MAX_PATTERNS, MAX_PATTERN_CHARS = 32, 1000

@@ -18,10 +18,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from agentworld.bench.format import BenchSample
-from agentworld.judge.base import SCORE_MAX, SCORE_MIN, Judgement, Scorer
+from agentworld.records.bench import BenchSample
+from agentworld.judge.base import Scorer
+from agentworld.records.verdict import SCORE_MAX, SCORE_MIN, Judgement
 from agentworld.judge.verifiers import RULE_REWARD_MAX, VerifierSpec, rule_reward
-from agentworld.models.base import Prediction
+from agentworld.records.prediction import Prediction
 from agentworld.parsing import Status, parse_prediction
 
 RUBRIC_MIN, RUBRIC_MAX = 5.0, 25.0

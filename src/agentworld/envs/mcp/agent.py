@@ -12,7 +12,7 @@ from typing import Any
 from agentworld.envs.agent import AgentConfig, run_agent as run_tool_agent
 from agentworld.envs.base import Env
 from agentworld.envs.mcp.episode import ToolTask
-from agentworld.trajectory import Provenance, SimContext, Trajectory
+from agentworld.records.trajectory import Provenance, SimContext, Trajectory
 
 INSTRUCTIONS = ("You are an agent that completes tasks by calling the tools you are given. Call one tool at a "
                 "time, read its result, and stop calling tools when the task is done; then reply with a short "

@@ -22,7 +22,7 @@ from agentworld.envs.mcp.servers import Limits, server_spec
 from agentworld.envs.mcp.workspace import build_workspace, describe_workspace
 from agentworld.envs.sweep import MCP_PREFIX, sweep_leftovers
 from agentworld.tool_calls import ToolCallError
-from agentworld.trajectory import SimContext
+from agentworld.records.trajectory import SimContext
 
 
 def parse_tool_call(action: str) -> tuple[str, dict[str, Any]] | str:

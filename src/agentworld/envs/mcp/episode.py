@@ -16,7 +16,7 @@ from typing import Any
 
 from agentworld.envs.base import Env
 from agentworld.envs.record import RecordTurns
-from agentworld.trajectory import Provenance, Trajectory
+from agentworld.records.trajectory import Provenance, Trajectory
 
 ToolCall = dict[str, Any]
 Script = Callable[[], Generator[ToolCall, str, None]]

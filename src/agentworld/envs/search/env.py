@@ -9,7 +9,7 @@ from agentworld.envs.base import Env, Reset, Step
 from agentworld.envs.mcp.env import parse_tool_call
 from agentworld.envs.search.index import SearchEngine, default_corpus_dir
 from agentworld.envs.search.tools import TOOLS, SearchTools
-from agentworld.trajectory import SimContext
+from agentworld.records.trajectory import SimContext
 
 
 class SearchEnv(Env):

@@ -14,7 +14,7 @@ from typing import Any
 from agentworld.envs.agent import AgentConfig, action_text, run_agent as run_tool_agent, text_calls
 from agentworld.envs.swe.env import SweEnv
 from agentworld.envs.swe.tools import tool_call
-from agentworld.trajectory import Provenance, SimContext, Trajectory
+from agentworld.records.trajectory import Provenance, SimContext, Trajectory
 
 SYSTEM = (
     "You are a software engineer working in a sandboxed Linux machine. Use the tools to "

@@ -17,7 +17,7 @@ from agentworld.envs.record import record_episode
 from agentworld.envs.swe.env import SweEnv
 from agentworld.envs.swe.tools import tool_call
 from agentworld.seeding import keyed_rng
-from agentworld.trajectory import Provenance, Trajectory
+from agentworld.records.trajectory import Provenance, Trajectory
 
 
 def repair_actions(env: SweEnv, seed: int) -> Iterator[str]:

@@ -22,7 +22,7 @@ from agentworld.envs.terminal.env import TerminalEnv
 from agentworld.envs.terminal.keys import ActionError, parse_action
 from agentworld.envs.terminal.task import TerminalTask
 from agentworld.parsing import repair_json
-from agentworld.trajectory import Provenance, Trajectory
+from agentworld.records.trajectory import Provenance, Trajectory
 
 ENVIRONMENT = "terminal/debian-bookworm"
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)

@@ -29,7 +29,7 @@ from agentworld.envs.sandbox import Limits, Sandbox, ensure_rootfs
 from agentworld.envs.terminal.keys import ActionError, parse_action
 from agentworld.envs.terminal.task import TerminalTask
 from agentworld.envs.terminal.tmux import BASHRC, TITLE_PREFIX, PaneGone, PaneState, TmuxPane
-from agentworld.trajectory import SimContext
+from agentworld.records.trajectory import SimContext
 
 # Run inside the sandbox at reset; what a person sees when they first look around.
 _STATE_SCRIPT = r"""

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentworld.judge.base import Judgement
+from agentworld.records.verdict import Judgement
 from agentworld.judge.rules import android, mcp, os, search, swe, terminal, web
 from agentworld.judge.rules._common import (
     DomainRules,
@@ -51,8 +51,8 @@ from agentworld.judge.rules._common import (
 )
 
 if TYPE_CHECKING:
-    from agentworld.bench.format import BenchSample
-    from agentworld.models.base import Prediction
+    from agentworld.records.bench import BenchSample
+    from agentworld.records.prediction import Prediction
 
 RULES: dict[str, DomainRules] = {m.RULES.name: m.RULES for m in (mcp, search, terminal, swe, web, os, android)}
 

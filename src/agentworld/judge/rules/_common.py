@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from agentworld.domains.terminal.screen import PROMPT_START
 
 if TYPE_CHECKING:
-    from agentworld.bench.format import BenchSample
+    from agentworld.records.bench import BenchSample
 
 _WS = re.compile(r"\s+")
 _WORD = re.compile(r"\w+", re.UNICODE)

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from enum import StrEnum
 
-from agentworld.bench.format import BenchSample
 from agentworld.prompts import record_response, trajectory_system_prompt
+from agentworld.records.bench import BenchSample
+from agentworld.records.trajectory import Trajectory
 from agentworld.seeding import keyed_rng, unit_hash
-from agentworld.trajectory import Trajectory
 
 
 class TurnPolicy(StrEnum):
