@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from agentworld.cli import app
 from agentworld.models import KINDS, BackendSpec, BackendSpecError, backend_class, load_backend, parse_backend_spec
-from agentworld.trajectory import Trajectory, Turn, write_trajectories
+from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
 runner = CliRunner()
 ALL = "openai, hf, smol, retrieval"
