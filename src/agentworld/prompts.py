@@ -7,7 +7,7 @@ instruction) and the output contract. A benchmark sample that carries its own
 assembled bumps ``PROMPT_VERSION`` so cached responses from older prompts are never
 reused.
 
-Messages follow the published evaluation (SPEC section 3): earlier observations are
+Messages follow the published evaluation (docs/design.md#context-and-messages): earlier observations are
 replayed as records store them (a ``**Environment Observation:**`` line, then the
 text), never re-wrapped; the model answers under the output contract (optional
 ``<think>``, then the ``<predicted_observation>`` block).

@@ -1,4 +1,4 @@
-"""Aggregate verdicts into benchmark scores (SPEC section 4).
+"""Aggregate verdicts into benchmark scores (docs/design.md#benchmark-records-and-scoring).
 
 For every (world model, judge) pair: per domain and dimension the mean of valid (>0)
 scores, reported as ``(mean - 1) / 4 * 100``; per domain and overall the same transform

@@ -1,4 +1,4 @@
-"""Trajectory filters for every training stage (SPEC section 5), each one counted.
+"""Trajectory filters for every training stage (docs/design.md#training-pipeline), each one counted.
 
 Per turn:
 - an empty action (blank, ``{}``, ``[]``, ``null``) is removed: nothing was done, so

@@ -1,4 +1,4 @@
-"""Turn-level loss masking for CPT (SPEC section 5).
+"""Turn-level loss masking for CPT (docs/design.md#training-pipeline).
 
 Every turn gets four statistics over the lowercased, deduplicated word sets A (action)
 and O (observation): overlap OL = |A∩O|/|A|, novelty NOV = |O\\A|/|O|, jaccard

@@ -1,4 +1,4 @@
-"""RL prompt pool: exactly one turn per trajectory (SPEC section 5).
+"""RL prompt pool: exactly one turn per trajectory (docs/design.md#training-pipeline).
 
 Several turns of one trajectory share a prefix, and training on all of them collapsed
 training in the published runs, so each trajectory contributes one turn. The turn is a

@@ -1,4 +1,4 @@
-"""SFT dataset by rejection sampling (SPEC section 5).
+"""SFT dataset by rejection sampling (docs/design.md#training-pipeline).
 
 Each query is one turn of a training trajectory (chosen by a turn policy) under a
 system prompt whose wording variant is drawn per query. A world model produces ``k``

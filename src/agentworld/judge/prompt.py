@@ -4,7 +4,7 @@ The judge sees the simulation context, the session so far, the action, the predi
 and the real observation -- never the world model's reasoning -- in the order the
 published judge request uses. Users who hold the published release can swap in its
 per-domain system prompts (:func:`load_judge_prompts`); ours stay the default. It
-classifies the content of the real observation before scoring (SPEC section 4) and
+classifies the content of the real observation before scoring (docs/design.md#benchmark-records-and-scoring) and
 answers with one ``<final_evaluation>`` JSON block. Every verdict records
 ``JUDGE_PROMPT_VERSION``, bumped whenever the wording changes, so results from different
 wordings are never mixed up unnoticed.

@@ -1,4 +1,4 @@
-"""Executable binary rule verifiers for RL rewards (SPEC section 5).
+"""Executable binary rule verifiers for RL rewards (docs/design.md#training-pipeline).
 
 A verifier spec is data derived from a recorded trajectory at one turn: which strings a
 faithful observation must contain, and why. :func:`derive_specs` finds the checks a

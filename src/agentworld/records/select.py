@@ -1,6 +1,6 @@
 """Turning trajectories into benchmark samples: which turns get evaluated.
 
-Policies (SPEC section 4):
+Policies (docs/design.md#benchmark-records-and-scoring):
 - ``all``: every turn;
 - ``spread``: first, last and three middle turns evenly spaced between them (all turns
   when there are five or fewer) -- the published choice for text domains;

@@ -1,6 +1,6 @@
 """The trajectory record: one episode of an agent in an environment.
 
-A trajectory carries the five parts of the simulation context (SPEC section 3) and
+A trajectory carries the five parts of the simulation context (docs/design.md#context-and-messages) and
 its turns. Records are versioned and keep fields they do not know, so files written
 by newer versions or other tools survive a read/write cycle.
 """
@@ -37,7 +37,7 @@ class _OmitUnsetNone(BaseModel):
 
 
 class SimContext(BaseModel):
-    """The five parts of the simulation context (SPEC section 3), in one model.
+    """The five parts of the simulation context (docs/design.md#context-and-messages), in one model.
 
     Shared by :class:`Trajectory` (whose JSONL keeps them as top-level keys; see
     :attr:`Trajectory.context`), the simulator's scenario, ``Env.context()`` and

@@ -1,4 +1,4 @@
-"""Training world models: continued pre-training, SFT and GSPO (SPEC section 5).
+"""Training world models: continued pre-training, SFT and GSPO (docs/design.md#training-pipeline).
 
 Each trainer takes a dataset written by ``agentworld data build`` and a model folder
 (or ``smol``), runs on top of transformers/TRL, resumes from the last checkpoint in its

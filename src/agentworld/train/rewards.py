@@ -1,4 +1,4 @@
-"""The hybrid GSPO reward (SPEC section 5): 0.9 * rubric + 0.1 * rule, on a 0-25 scale.
+"""The hybrid GSPO reward (docs/design.md#training-pipeline): 0.9 * rubric + 0.1 * rule, on a 0-25 scale.
 
 - rubric: the judge's mean over the five dimensions, mapped from [1, 5] onto [5, 25];
   0 when the judge fails or the answer is truncated or missing. The answer is cut out of
