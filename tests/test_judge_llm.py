@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_bench_infer import make_bench, serve
 
 from agentworld.bench.format import load_bench_dir
 from agentworld.bench.infer import PredictionRecord
@@ -18,7 +19,6 @@ from agentworld.models import WorldModel, load_backend
 from agentworld.models.base import Prediction
 from agentworld.parsing import Status
 from agentworld.trajectory import Trajectory, Turn, write_trajectories
-from test_bench_infer import make_bench, serve
 
 
 def verdict(scores, **extra):

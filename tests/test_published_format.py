@@ -17,10 +17,10 @@ from agentworld.judge.llm import LLMJudge
 from agentworld.judge.prompt import JUDGE_PROMPT_VERSION, judge_messages, judge_system_prompt, load_judge_prompts
 from agentworld.models import WorldModel
 from agentworld.models.base import Backend, Completion, Prediction
-from agentworld.sim.env import SimEnv
-from agentworld.sim.loading import load_start
 from agentworld.parsing import Status
 from agentworld.prompts import MARKER, build_messages, sample_messages, trajectory_messages
+from agentworld.sim.env import SimEnv
+from agentworld.sim.loading import load_start
 from agentworld.trajectory import Trajectory, Turn
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,7 +12,15 @@ import pytest
 from agentworld.envs import record_episode
 from agentworld.models import WorldModel, load_backend
 from agentworld.sim import SimEnv
-from agentworld.sim.worlds import FictionalSearchEnv, FictionalWorld, build_world, item_f1, world_check, world_scenario, write_questions
+from agentworld.sim.worlds import (
+    FictionalSearchEnv,
+    FictionalWorld,
+    build_world,
+    item_f1,
+    world_check,
+    world_scenario,
+    write_questions,
+)
 from agentworld.trajectory import write_trajectories
 
 

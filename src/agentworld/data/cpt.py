@@ -22,11 +22,11 @@ from typing import Any
 from agentworld.data.chat import load_tokenizer, tokenize_chat, trajectory_chat
 from agentworld.data.config import CPTConfig, config_dict
 from agentworld.data.filters import loss_skipped
+from agentworld.data.knowledge import knowledge_messages, read_knowledge
 from agentworld.data.masking import Category, mask_turns, resolve_workers, trajectory_turn_keys
 from agentworld.data.packing import PackItem, pack, truncate, unpacked
 from agentworld.data.resume import ResumeLog
 from agentworld.data.source import prepare
-from agentworld.data.knowledge import knowledge_messages, read_knowledge
 from agentworld.jsonl import LineError
 from agentworld.prompts import trajectory_system_prompt
 from agentworld.trajectory import Trajectory

@@ -22,8 +22,8 @@ from agentworld.data.config import RLConfig
 from agentworld.data.cpt import Progress, write_parquet, write_report
 from agentworld.data.resume import ResumeLog
 from agentworld.data.source import prepare
-from agentworld.judge.verifiers import derive_specs
 from agentworld.jsonl import dumps
+from agentworld.judge.verifiers import derive_specs
 from agentworld.prompts import NUM_VARIANTS, sample_messages, trajectory_system_prompt
 from agentworld.seeding import keyed_rng
 from agentworld.trajectory import Trajectory

@@ -28,7 +28,6 @@ from agentworld.jsonl import LineError
 from agentworld.seeding import unit_hash
 from agentworld.trajectory import Trajectory, read_trajectories
 
-
 _DIGITS = re.compile(r"\d+")
 
 

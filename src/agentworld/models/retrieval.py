@@ -10,7 +10,6 @@ samples being evaluated would answer them with their own ground truth.
 from __future__ import annotations
 
 import asyncio
-
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path

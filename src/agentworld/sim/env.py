@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
-
 from pydantic import BaseModel, Field
 
 from agentworld.envs.base import Env, EpisodeOver, Reset, Step

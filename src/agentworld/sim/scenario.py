@@ -18,7 +18,6 @@ from agentworld.domains import domain_of_task
 from agentworld.prompts import build_system_prompt
 from agentworld.trajectory import SimContext, Trajectory
 
-
 _LEADING_PROMPT = re.compile(r"^[\w.-]+@[\w.-]+:\S+[#$] ")
 MAX_PATTERNS, MAX_PATTERN_CHARS = 32, 1000
 PATTERN_TIMEOUT_S = 0.5

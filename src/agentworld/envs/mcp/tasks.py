@@ -22,12 +22,24 @@ FILES = f"{WORKSPACE}/files"
 REPO = f"{WORKSPACE}/repo"
 Gen = Generator[ToolCall, str, None]
 
-_WORDS = ("apple budget cedar delta ember falcon garnet harbor indigo juniper kettle lantern "
-          "meadow nectar orchid pepper quartz raven saffron timber umber velvet willow yarrow zephyr").split()
-_PEOPLE = ("Alice Bruno Chen Dana Emeka Farah Goran Hana Ivan Jun Kofi Lena Mateo Nadia Omar Priya").split()
-_CITIES = ("Lisbon Oslo Nairobi Lima Osaka Quito Tunis Hanoi Perth Riga Dakar Cusco").split()
-_ZONES = ("America/New_York Europe/London Asia/Tokyo Australia/Sydney Europe/Berlin America/Sao_Paulo "
-          "Asia/Kolkata Africa/Nairobi Pacific/Auckland America/Los_Angeles Asia/Singapore").split()
+_WORDS = [
+    "apple", "budget", "cedar", "delta", "ember", "falcon", "garnet", "harbor", "indigo", "juniper",
+    "kettle", "lantern", "meadow", "nectar", "orchid", "pepper", "quartz", "raven", "saffron", "timber",
+    "umber", "velvet", "willow", "yarrow", "zephyr",
+]
+_PEOPLE = [
+    "Alice", "Bruno", "Chen", "Dana", "Emeka", "Farah", "Goran", "Hana", "Ivan", "Jun", "Kofi", "Lena",
+    "Mateo", "Nadia", "Omar", "Priya",
+]
+_CITIES = [
+    "Lisbon", "Oslo", "Nairobi", "Lima", "Osaka", "Quito", "Tunis", "Hanoi", "Perth", "Riga", "Dakar",
+    "Cusco",
+]
+_ZONES = [
+    "America/New_York", "Europe/London", "Asia/Tokyo", "Australia/Sydney", "Europe/Berlin",
+    "America/Sao_Paulo", "Asia/Kolkata", "Africa/Nairobi", "Pacific/Auckland", "America/Los_Angeles",
+    "Asia/Singapore",
+]
 
 
 def _call(name: str, **arguments: Any) -> ToolCall:
