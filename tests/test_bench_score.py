@@ -11,7 +11,7 @@ from agentworld.judge import DIMENSIONS, Judgement
 def rec(uid, judge, scores=None, *, error=None, model="m", sample_index=0, obs="x", jt=(0, 0)):
     domain = uid.split("/")[0]
     if scores is not None and not isinstance(scores, dict):
-        scores = dict(zip(DIMENSIONS, scores))
+        scores = dict(zip(DIMENSIONS, scores, strict=True))
     j = Judgement(judge=judge, scores=scores or {}, error=error, prompt_tokens=jt[0], completion_tokens=jt[1])
     return JudgedRecord(
         uid=uid, domain=domain, id=uid.split("/")[1], turn_idx=1, sample_index=sample_index, judge=judge,

@@ -236,7 +236,7 @@ def test_agent_driver_plays_an_episode_through_a_real_server(engine: SearchEngin
     replies = [f"<tool_call>{t.action}</tool_call>" for t in demo.turns] + ["Both pages are noted."]
     store = tmp_path / "policy.jsonl"
     write_trajectories(store, [Trajectory(id="policy", domain="search",
-                                          turns=[Turn(action=a, observation=o) for a, o in zip(prompts, replies)])])
+                                          turns=[Turn(action=a, observation=o) for a, o in zip(prompts, replies, strict=True)])])
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -274,7 +274,7 @@ def test_collect_cli_records_llm_agent_episodes(engine: SearchEngine, corpus: Pa
     replies = [f"<tool_call>{t.action}</tool_call>" for t in demo.turns] + ["Both pages are noted."]
     store = tmp_path / "policy.jsonl"
     write_trajectories(store, [Trajectory(id="policy", domain="search",
-                                          turns=[Turn(action=a, observation=o) for a, o in zip(prompts, replies)])])
+                                          turns=[Turn(action=a, observation=o) for a, o in zip(prompts, replies, strict=True)])])
     out = tmp_path / "agent.jsonl"
     with launched("serve", "--backend", "retrieval", "--source", str(store), "--domain", "search",
                   "--served-model-name", "nn-policy") as url:

@@ -85,7 +85,7 @@ def test_every_record_gets_the_published_construction(bench):
         body = msgs[1:] if has_system else msgs
         k = s.turn_idx - 1
         expected = []
-        for a, r in zip(s.prompt[:k], s.response[:k]):
+        for a, r in zip(s.prompt[:k], s.response[:k], strict=False):
             expected += [{"role": "user", "content": as_text(a)}, {"role": "assistant", "content": as_text(r)}]
         expected.append({"role": "user", "content": as_text(s.prompt[k])})
         assert body == expected, s.uid
@@ -229,7 +229,7 @@ def test_judge_prompts_folder(tmp_path, awbench_dir):
     j_mcp = asyncio.run(judge.score(by_id[9002], pred))
     assert backend.sent[0][0]["content"] == "STAND-IN terminal judge rubric\n"
     assert backend.sent[1][0]["content"] == judge_system_prompt("mcp")
-    assert j_term.scores == dict(zip(DIMENSIONS, [4, 5, 5, 4, 5]))
+    assert j_term.scores == dict(zip(DIMENSIONS, [4, 5, 5, 4, 5], strict=True))
     assert j_term.details["prompt_version"].startswith("file:") and j_mcp.details["prompt_version"] == JUDGE_PROMPT_VERSION
     # The prompt files are part of the judge's settings, so a resume with other files is refused.
     assert LLMJudge(WorldModel(backend)).settings["prompt_version"] == JUDGE_PROMPT_VERSION

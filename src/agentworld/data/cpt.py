@@ -56,7 +56,7 @@ class CPTReport:
 
 
 def loss_turns_of(traj: Trajectory, keep: list[bool]) -> set[int]:
-    return {i for i, (turn, k) in enumerate(zip(traj.turns, keep)) if k and not loss_skipped(turn)}
+    return {i for i, (turn, k) in enumerate(zip(traj.turns, keep, strict=True)) if k and not loss_skipped(turn)}
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def build_cpt(config: CPTConfig, *, progress: Progress | None = None, restart: b
         keep, traj_cats = keep_all[pos : pos + k], cats[pos : pos + k]
         pos += k
         counts = report.categories[traj.domain]
-        for turn, c, kp in zip(traj.turns, traj_cats, keep):
+        for turn, c, kp in zip(traj.turns, traj_cats, keep, strict=True):
             counts[Category(c).name] += 1
             if loss_skipped(turn):
                 counts["retry_skipped"] += 1

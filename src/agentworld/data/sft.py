@@ -88,7 +88,7 @@ async def judge_query(query: Query, wm: Any, scorer: Any, config: SFTConfig) -> 
     judgements = await asyncio.gather(*(scorer.score(query.sample, p) for p in preds))
     candidates = []
     best: int | None = None
-    for i, (p, j) in enumerate(zip(preds, judgements)):
+    for i, (p, j) in enumerate(zip(preds, judgements, strict=True)):
         passed = (
             p.ok
             and j.ok

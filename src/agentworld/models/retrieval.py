@@ -97,7 +97,8 @@ def load_turns(source: Path) -> dict[str, list[PastTurn]]:
     for path in _source_files(source):
         if path.name.endswith(SUFFIX):
             for s in read_jsonl(path, BenchSample).items:
-                pairs = [(as_text(a), strip_marker(as_text(o))) for a, o in zip(s.prompt, s.response)]
+                # Only complete (action, observation) turns: one list may run past the other.
+                pairs = [(as_text(a), strip_marker(as_text(o))) for a, o in zip(s.prompt, s.response, strict=False)]
                 _add(out, seen, s.domain, pairs, [None] * len(pairs))
         else:
             for traj in read_jsonl(path, Trajectory).items:

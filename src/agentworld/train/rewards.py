@@ -90,7 +90,7 @@ class HybridReward:
 
     async def score_batch(self, raws: list[str], samples: list[str], verifiers: list[str]) -> list[RewardParts]:
         jobs = []
-        for raw, sample_json, spec_json in zip(raws, samples, verifiers):
+        for raw, sample_json, spec_json in zip(raws, samples, verifiers, strict=True):
             sample = BenchSample.model_validate_json(sample_json)
             specs = [VerifierSpec.model_validate(s) for s in json.loads(spec_json or "[]")]
             jobs.append(self.score_one(raw, sample, specs))
