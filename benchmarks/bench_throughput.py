@@ -34,9 +34,9 @@ from pathlib import Path
 
 import httpx
 
+from agentworld.launch import free_port, launched
 from agentworld.records.bench import write_bench_dir
 from agentworld.records.select import trajectories_to_samples
-from agentworld.launch import free_port, launched
 from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
 # The sequential client: standalone on purpose (it stands for someone else's script),

@@ -18,13 +18,13 @@ import sys
 import time
 from pathlib import Path
 
-from agentworld.records.bench import BenchSample, as_text, load_bench_dir
-from agentworld.records.verdict import JudgedRecord
 from agentworld.bench.score import score_records
 from agentworld.judge.rules import RuleScorer
-from agentworld.records.prediction import Prediction
 from agentworld.parsing import parse_prediction
 from agentworld.prompts import OBS_CLOSE, OBS_OPEN
+from agentworld.records.bench import BenchSample, as_text, load_bench_dir
+from agentworld.records.prediction import Prediction
+from agentworld.records.verdict import JudgedRecord
 
 FORMS = {
     "untagged": lambda raw: raw,

@@ -20,11 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from agentworld.records.bench import load_bench_dir, write_bench_dir
 from agentworld.bench.infer import run_infer
-from agentworld.records.select import trajectories_to_samples
 from agentworld.launch import launched
 from agentworld.models import GenerationConfig, WorldModel, load_backend
+from agentworld.records.bench import load_bench_dir, write_bench_dir
+from agentworld.records.select import trajectories_to_samples
 from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
 LEVELS = (1, 4, 16)

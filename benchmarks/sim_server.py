@@ -34,8 +34,8 @@ import yaml
 
 from agentworld.launch import launched
 from agentworld.models import DEFAULT_GENERATION, WorldModel, load_backend
-from agentworld.sim import PerturbationSpec, Scenario, SimEnv
 from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
+from agentworld.sim import PerturbationSpec, Scenario, SimEnv
 
 PROMPT = "root@sandbox:/workspace#"
 COMMANDS = ["ls", "pwd", "cat notes.txt", "echo hello > notes.txt", "uname -a", "whoami", "date", "ls -la", "df -h", "env"]
@@ -155,6 +155,42 @@ async def timed(fn, n: int) -> list[float]:
     return out
 
 
+async def concurrent_sessions(client: httpx.AsyncClient, session_counts: list[int]) -> None:
+    """Open K sessions at once, step each three times, print what the server held and refused."""
+    print("\nconcurrent sessions over HTTP (3 steps each, all at once)")
+    for k in session_counts:
+        t0 = time.perf_counter()
+        resets = await asyncio.gather(*(client.post("/reset", json={"seed": i}) for i in range(k)), return_exceptions=True)
+        sids = [r.json()["session_id"] for r in resets if isinstance(r, httpx.Response) and r.status_code == 200]
+
+        async def episode(sid: str) -> int:
+            bad = 0
+            for c in ("ls", "cat notes.txt", "pwd"):
+                try:
+                    r = await client.post("/step", json={"session_id": sid, "action": ks(c)})
+                    bad += r.status_code != 200
+                except httpx.HTTPError:
+                    bad += 1
+            return bad
+
+        # Sessions the server refused to open count as errors too.
+        errors = sum(await asyncio.gather(*(episode(s) for s in sids))) + (k - len(sids))
+        held = (await client.get("/health")).json()["sessions"]
+        dt = time.perf_counter() - t0
+        print(f"  {k:5d} sessions: {held} held at once, {errors} errors, {3 * len(sids) / dt:7.1f} steps/s")
+        await asyncio.gather(*(client.post("/close", json={"session_id": s}) for s in sids))
+
+
+async def big_client_table(url: str, others: int, others_steps: int) -> None:
+    """Step latency of the other sessions with no big client, then next to 1 MB and 10 MB actions."""
+    print(f"\nstep latency of {others} other sessions ({others_steps} steps each) while one client sends big actions")
+    print(f"  {'big client':<28} {'p50':>9} {'p99':>9} {'max':>9}  big requests")
+    for label, big in (("none", None), ("1 MB actions (accepted)", 1_000_000), ("10 MB actions (413)", 10_000_000)):
+        lat, sent, codes = await others_latency(url, others, others_steps, big)
+        extra = f"{sent} sent, status {codes}" if big else "-"
+        print(f"  {label:<28} {pct(lat, 0.5):7.2f}ms {pct(lat, 0.99):7.2f}ms {max(lat) * 1000:7.2f}ms  {extra}")
+
+
 async def main(steps: int, session_counts: list[int], others: int = 4, others_steps: int = 100) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="aw-sim-bench-"))
     source = corpus(tmp / "c.jsonl")
@@ -229,34 +265,9 @@ async def main(steps: int, session_counts: list[int], others: int = 4, others_st
             print(f"  server overhead per step: HTTP {(statistics.mean(http) - statistics.mean(raw)) * 1000:.2f} ms, "
                   f"WebSocket {(statistics.mean(wsock) - statistics.mean(raw)) * 1000:.2f} ms over the raw call")
 
-            print("\nconcurrent sessions over HTTP (3 steps each, all at once)")
-            for k in session_counts:
-                t0 = time.perf_counter()
-                resets = await asyncio.gather(*(client.post("/reset", json={"seed": i}) for i in range(k)), return_exceptions=True)
-                sids = [r.json()["session_id"] for r in resets if isinstance(r, httpx.Response) and r.status_code == 200]
+            await concurrent_sessions(client, session_counts)
 
-                async def episode(sid: str) -> int:
-                    bad = 0
-                    for c in ("ls", "cat notes.txt", "pwd"):
-                        try:
-                            r = await client.post("/step", json={"session_id": sid, "action": ks(c)})
-                            bad += r.status_code != 200
-                        except httpx.HTTPError:
-                            bad += 1
-                    return bad
-
-                errors = sum(await asyncio.gather(*(episode(s) for s in sids))) + (k - len(sids))
-                held = (await client.get("/health")).json()["sessions"]
-                dt = time.perf_counter() - t0
-                print(f"  {k:5d} sessions: {held} held at once, {errors} errors, {3 * len(sids) / dt:7.1f} steps/s")
-                await asyncio.gather(*(client.post("/close", json={"session_id": s}) for s in sids))
-
-        print(f"\nstep latency of {others} other sessions ({others_steps} steps each) while one client sends big actions")
-        print(f"  {'big client':<28} {'p50':>9} {'p99':>9} {'max':>9}  big requests")
-        for label, big in (("none", None), ("1 MB actions (accepted)", 1_000_000), ("10 MB actions (413)", 10_000_000)):
-            lat, sent, codes = await others_latency(url, others, others_steps, big)
-            extra = f"{sent} sent, status {codes}" if big else "-"
-            print(f"  {label:<28} {pct(lat, 0.5):7.2f}ms {pct(lat, 0.99):7.2f}ms {max(lat) * 1000:7.2f}ms  {extra}")
+        await big_client_table(url, others, others_steps)
     finally:
         servers.close()
     await wm.aclose()

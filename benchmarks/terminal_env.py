@@ -44,7 +44,7 @@ def step_overhead(reps: int) -> None:
                 obs = env.step(action_json((f"time {command}\n", 10))).observation
                 wall.append(time.perf_counter() - t0)
                 own.append(float(re.findall(r"^(\d+\.\d+)$", obs, re.M)[-1]))
-            over = sorted(w - o for w, o in zip(wall, own))
+            over = sorted(w - o for w, o in zip(wall, own, strict=True))
             p50, p90 = statistics.median(over), over[min(len(over) - 1, round(0.9 * (len(over) - 1)))]
             print(f"  {command:28} {statistics.median(own) * 1000:8.1f}ms {statistics.median(wall) * 1000:8.1f}ms "
                   f"{p50 * 1000:8.1f}ms {p90 * 1000:8.1f}ms")

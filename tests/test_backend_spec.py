@@ -39,7 +39,7 @@ def test_good_specs_parse_and_print_back(text, name, target, url, options) -> No
 
 @pytest.mark.parametrize(("text", "message"), [
     ("vllm:m", f"unknown backend 'vllm' in 'vllm:m': choose one of {ALL}"),
-    ("", f"bad backend spec '': write [LABEL=]BACKEND[:TARGET][@URL][,KEY=VALUE...]"),
+    ("", "bad backend spec '': write [LABEL=]BACKEND[:TARGET][@URL][,KEY=VALUE...]"),
     ("hf", "the hf backend needs path: write hf:PATH"),
     ("retrieval,domain=mcp", "the retrieval backend needs source: write retrieval:TRAJECTORIES"),
     ("openai:model=x,base_url=http://h/v1", "options follow a comma"),  # the old judge dialect

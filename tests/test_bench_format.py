@@ -1,8 +1,8 @@
 import json
 import shutil
 
-from agentworld.records.bench import load_bench_dir, write_bench_dir
 from agentworld.domains import DOMAINS
+from agentworld.records.bench import load_bench_dir, write_bench_dir
 
 
 def _records(directory):
@@ -20,7 +20,7 @@ def test_all_domains_load_and_round_trip_equal(awbench_dir, tmp_path):
     assert _records(tmp_path) == _records(awbench_dir)
     # Key order is kept too, so a diff of the files shows nothing.
     for name, recs in _records(awbench_dir).items():
-        written = [json.loads(l) for l in (tmp_path / name).read_text().splitlines()]
+        written = [json.loads(line) for line in (tmp_path / name).read_text().splitlines()]
         assert [list(r) for r in written] == [list(r) for r in recs]
 
 

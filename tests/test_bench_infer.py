@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from agentworld.records.bench import load_bench_dir, write_bench_dir
 from agentworld.bench.infer import load_predictions, run_infer, select_samples
-from agentworld.records.select import trajectories_to_samples
 from agentworld.launch import launched
 from agentworld.models import WorldModel, load_backend
+from agentworld.records.bench import load_bench_dir, write_bench_dir
+from agentworld.records.select import trajectories_to_samples
 from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
 PROMPT = "root@sandbox:/workspace#"

@@ -1,9 +1,9 @@
 import json
 
+from test_bench_infer import make_bench
 from typer.testing import CliRunner
 
 from agentworld.cli import app
-from test_bench_infer import make_bench
 
 runner = CliRunner()
 

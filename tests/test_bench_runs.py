@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+from test_bench_infer import make_bench, serve
 from typer.testing import CliRunner
 
-from agentworld.records.bench import load_bench_dir
 from agentworld.cli import app
-from test_bench_infer import make_bench, serve
+from agentworld.records.bench import load_bench_dir
 
 runner = CliRunner()
 

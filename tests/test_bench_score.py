@@ -3,16 +3,16 @@ import json
 import pytest
 
 from agentworld.bench.judging import load_judgements
-from agentworld.records.verdict import JudgedRecord
 from agentworld.bench.report import write_report
 from agentworld.bench.score import normalize, score_records
 from agentworld.judge import DIMENSIONS, Judgement
+from agentworld.records.verdict import JudgedRecord
 
 
 def rec(uid, judge, scores=None, *, error=None, model="m", sample_index=0, obs="x", jt=(0, 0)):
     domain = uid.split("/")[0]
     if scores is not None and not isinstance(scores, dict):
-        scores = dict(zip(DIMENSIONS, scores))
+        scores = dict(zip(DIMENSIONS, scores, strict=True))
     j = Judgement(judge=judge, scores=scores or {}, error=error, prompt_tokens=jt[0], completion_tokens=jt[1])
     return JudgedRecord(
         uid=uid, domain=domain, id=uid.split("/")[1], turn_idx=1, sample_index=sample_index, judge=judge,

@@ -1,9 +1,9 @@
 import json
 
+from test_trajectory import make_traj
 from typer.testing import CliRunner
 
 from agentworld.cli import app
-from test_trajectory import make_traj
 
 runner = CliRunner()
 
@@ -23,7 +23,7 @@ def test_convert_then_stats(tmp_path):
     res = runner.invoke(app, ["data", "convert", str(src), "--out", str(tmp_path / "bench")])
     assert res.exit_code == 0, res.output
     assert f"{src}:3" in res.output  # the bad line is named, the rest converted
-    rows = [json.loads(l) for l in (tmp_path / "bench" / "terminal_test.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (tmp_path / "bench" / "terminal_test.jsonl").read_text().splitlines()]
     assert len(rows) == 3 * 5
     # Records we write store responses as the published set does.
     assert all(r.startswith("**Environment Observation:**\n") for row in rows for r in row["response"])

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agentworld.records.bench import load_bench_dir
 from agentworld.envs.collect import EpisodeJob, failures_path, run_collection
 from agentworld.envs.sandbox import Sandbox, ensure_rootfs
+from agentworld.records.bench import load_bench_dir
 from agentworld.records.trajectory import Provenance, Trajectory, Turn, read_trajectories
 
 

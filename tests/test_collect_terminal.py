@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentworld.records.bench import load_bench_dir
 from agentworld.cli import app
+from agentworld.records.bench import load_bench_dir
 from agentworld.records.trajectory import read_trajectories
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]

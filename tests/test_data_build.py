@@ -114,7 +114,7 @@ def test_cpt_loss_mask_token_by_token(tmp_path: Path, data_dir: Path, inputs: li
     ks = sum(krow["seq_lengths"][:kdx])
     kids, klabels = krow["input_ids"][ks : ks + krow["seq_lengths"][kdx]], krow["labels"][ks : ks + krow["seq_lengths"][kdx]]
     tok = load_tokenizer(str(tiny))
-    assert tok.decode([t for t, lab in zip(kids, klabels) if lab != IGNORE_INDEX]) == "BASH is a shell.<|im_end|>\n"
+    assert tok.decode([t for t, lab in zip(kids, klabels, strict=True) if lab != IGNORE_INDEX]) == "BASH is a shell.<|im_end|>\n"
     assert report.samples == sum(len(r) for r in ds["seq_lengths"])
 
     # the sample of the retry trajectory, cut out of its packed row by seq_lengths
@@ -128,7 +128,7 @@ def test_cpt_loss_mask_token_by_token(tmp_path: Path, data_dir: Path, inputs: li
     [traj] = filter_trajectories([t for t in extra_trajectories() if t.id == "shell-retry"], report=FilterReport())
     chat = trajectory_chat(traj, trajectory_system_prompt(traj))
     assert tok.decode(ids) == tok.apply_chat_template(chat, tokenize=False)
-    assert all(lab in (IGNORE_INDEX, t) for lab, t in zip(labels, ids))
+    assert all(lab in (IGNORE_INDEX, t) for lab, t in zip(labels, ids, strict=True))
 
     # independent expectation: kept turns are the seeded draws minus the retry garbage turn
     kept = [
@@ -144,7 +144,7 @@ def test_cpt_loss_mask_token_by_token(tmp_path: Path, data_dir: Path, inputs: li
         elif lab != IGNORE_INDEX:
             runs[-1] = (runs[-1][0], i + 1)
     assert len(runs) == len(kept) and kept
-    for (a, b), turn_idx in zip(runs, kept):
+    for (a, b), turn_idx in zip(runs, kept, strict=True):
         # CPT turns are in the stored record form, as inference prompts replay history.
         expected = record_response(traj.turns[turn_idx - 1].observation) + "<|im_end|>\n"
         assert tok.decode(ids[a:b]) == expected

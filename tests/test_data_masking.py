@@ -152,7 +152,7 @@ def test_precedence_first_rule_wins() -> None:
 
 
 def test_keep_rates_are_the_published_ones() -> None:
-    assert KEEP_RATE == {
+    assert {
         Category.echo: 0.05,
         Category.boilerplate: 0.10,
         Category.expansion: 1.0,
@@ -160,7 +160,7 @@ def test_keep_rates_are_the_published_ones() -> None:
         Category.action: 1.0,
         Category.transform: 0.5,
         Category.other: 1.0,
-    }
+    } == KEEP_RATE
 
 
 def test_partial_keep_is_a_seeded_hash_of_trajectory_and_turn() -> None:

@@ -27,11 +27,11 @@ def test_pack_fills_rows_without_splitting_samples() -> None:
     for r in rows:
         assert len(r.input_ids) <= 128 and sum(r.seq_lengths) == len(r.input_ids)
         pos = 0
-        for sid, n in zip(r.sample_ids, r.seq_lengths):
+        for sid, n in zip(r.sample_ids, r.seq_lengths, strict=True):
             item = by_id[sid]
             assert r.input_ids[pos : pos + n] == item.input_ids
             assert r.position_ids[pos : pos + n] == list(range(n))
-            expect = [t if m else IGNORE_INDEX for t, m in zip(item.input_ids, item.loss_mask)]
+            expect = [t if m else IGNORE_INDEX for t, m in zip(item.input_ids, item.loss_mask, strict=True)]
             assert r.labels[pos : pos + n] == expect
             pos += n
     # best fit wastes little: total tokens / capacity

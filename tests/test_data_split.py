@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentworld.records.bench import write_bench_dir
-from agentworld.records.select import trajectories_to_samples
 from agentworld.cli import app
 from agentworld.data import select_split
 from agentworld.jsonl import JsonlAppender
+from agentworld.records.bench import write_bench_dir
+from agentworld.records.select import trajectories_to_samples
 from agentworld.records.trajectory import Provenance, Trajectory, Turn, read_trajectories, write_trajectories
 
 

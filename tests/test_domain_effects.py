@@ -12,9 +12,9 @@ from agentworld.domains import action_effects, search, terminal, toolcall
 from agentworld.domains.effects import Effect
 from agentworld.domains.terminal.screen import final_prompt_line, last_prompt, prompt_dirs, strip_final_prompt
 from agentworld.judge.verifiers import derive_specs
+from agentworld.records.trajectory import Trajectory, Turn
 from agentworld.sim.ledger import LedgerState, ledger_for
 from agentworld.sim.perturb import action_target
-from agentworld.records.trajectory import Trajectory, Turn
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "agentworld"
 P = "root@sandbox:/workspace# "

@@ -16,13 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentworld.records.bench import BenchSample, load_bench_dir
 from agentworld.data.filters import is_error, is_rejected
 from agentworld.judge.rules import score_observation
 from agentworld.judge.verifiers import derive_specs
+from agentworld.records.bench import BenchSample, load_bench_dir
+from agentworld.records.trajectory import Trajectory, Turn
 from agentworld.sim.ledger import LedgerState, rules_for
 from agentworld.sim.perturb import Injection, action_target, apply_mechanical
-from agentworld.records.trajectory import Trajectory, Turn
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).parent / "fixtures" / "domain_pins.json"

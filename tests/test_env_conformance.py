@@ -88,8 +88,8 @@ def _search(tmp_path: Path) -> Setup:
 
 def _sim(tmp_path: Path) -> Setup:
     from agentworld.models import WorldModel, load_backend
-    from agentworld.sim import Scenario
     from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
+    from agentworld.sim import Scenario
 
     store = tmp_path / "trajs.jsonl"
     write_trajectories(store, [Trajectory(id="t", domain="terminal", turns=[

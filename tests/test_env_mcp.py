@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentworld.records.bench import load_bench_dir
 from agentworld.cli import app
 from agentworld.envs import make, record_episode, registered
 from agentworld.envs.mcp import (
@@ -26,6 +25,7 @@ from agentworld.envs.mcp import (
     server_spec,
 )
 from agentworld.envs.mcp.servers import confined_argv, hand_over, server_env
+from agentworld.records.bench import load_bench_dir
 
 pytestmark = pytest.mark.timeout(300)
 

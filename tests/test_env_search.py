@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentworld.records.bench import load_bench_dir
 from agentworld.cli import app
 from agentworld.envs import make, record_episode, registered
 from agentworld.envs.mcp import run_scripted
@@ -18,6 +17,7 @@ from agentworld.envs.search import TEMPLATES, CorpusConfig, SearchEngine, Search
 from agentworld.envs.search.index import passages, snippet
 from agentworld.envs.search.sources import available_sources, roff_to_text
 from agentworld.envs.search.tools import EXTRACT_CHARS
+from agentworld.records.bench import load_bench_dir
 
 PAGES = 40
 RESULT = re.compile(r"^\[(\d+)\] (https?://\S+)\nTitle: .+\nSnippet: .+\nDate: \d{4}-\d{2}-\d{2}$")
@@ -236,7 +236,7 @@ def test_agent_driver_plays_an_episode_through_a_real_server(engine: SearchEngin
     replies = [f"<tool_call>{t.action}</tool_call>" for t in demo.turns] + ["Both pages are noted."]
     store = tmp_path / "policy.jsonl"
     write_trajectories(store, [Trajectory(id="policy", domain="search",
-                                          turns=[Turn(action=a, observation=o) for a, o in zip(prompts, replies)])])
+                                          turns=[Turn(action=a, observation=o) for a, o in zip(prompts, replies, strict=True)])])
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -274,7 +274,7 @@ def test_collect_cli_records_llm_agent_episodes(engine: SearchEngine, corpus: Pa
     replies = [f"<tool_call>{t.action}</tool_call>" for t in demo.turns] + ["Both pages are noted."]
     store = tmp_path / "policy.jsonl"
     write_trajectories(store, [Trajectory(id="policy", domain="search",
-                                          turns=[Turn(action=a, observation=o) for a, o in zip(prompts, replies)])])
+                                          turns=[Turn(action=a, observation=o) for a, o in zip(prompts, replies, strict=True)])])
     out = tmp_path / "agent.jsonl"
     with launched("serve", "--backend", "retrieval:" + str(store) + ",domain=search",
                   "--served-model-name", "nn-policy") as url:

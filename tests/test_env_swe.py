@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentworld.records.bench import load_bench_dir
 from agentworld.cli import app
 from agentworld.envs import make
 from agentworld.envs.swe import REPOS, MissingSourceError, SweEnv, repos, tool_call
 from agentworld.envs.swe.scripted import scripted_repair
+from agentworld.records.bench import load_bench_dir
 from agentworld.records.trajectory import read_trajectories
 
 pytestmark = pytest.mark.sandbox

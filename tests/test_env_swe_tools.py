@@ -132,7 +132,7 @@ def test_mutations_change_one_line_and_still_parse() -> None:
     for m in found:
         mutated = mutate.apply_text(SOURCE, m)
         ast.parse(mutated)
-        diff = [(a, b) for a, b in zip(SOURCE.split("\n"), mutated.split("\n")) if a != b]
+        diff = [(a, b) for a, b in zip(SOURCE.split("\n"), mutated.split("\n"), strict=True) if a != b]
         assert diff == [(m.original_line, m.mutated_line)]
         assert m.function in {"f", "g"}
     cmp = next(m for m in found if m.kind == "compare")

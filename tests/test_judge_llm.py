@@ -7,22 +7,21 @@ import time
 from pathlib import Path
 
 import pytest
+from test_bench_infer import make_bench, serve
 
-from agentworld.records.bench import load_bench_dir
-from agentworld.records.prediction import PredictionRecord
 from agentworld.bench.judging import load_judgements, run_judging
 from agentworld.judge import DIMENSIONS, RuleScorer
 from agentworld.judge.llm import LLMJudge, judgement_from_data
 from agentworld.judge.prompt import judge_messages
 from agentworld.models import WorldModel, load_backend
-from agentworld.records.prediction import Prediction
 from agentworld.parsing import Status
+from agentworld.records.bench import load_bench_dir
+from agentworld.records.prediction import Prediction, PredictionRecord
 from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
-from test_bench_infer import make_bench, serve
 
 
 def verdict(scores, **extra):
-    body = {"content_type": "deterministic", "strengths": "exact echo", "weaknesses": "", "scores": dict(zip(DIMENSIONS, scores)), **extra}
+    body = {"content_type": "deterministic", "strengths": "exact echo", "weaknesses": "", "scores": dict(zip(DIMENSIONS, scores, strict=True)), **extra}
     return f"The echo matches.\n<final_evaluation>\n{json.dumps(body)}\n</final_evaluation>"
 
 
@@ -56,7 +55,7 @@ def transcript_store(path: Path, samples, preds) -> dict[str, str]:
     """Judge transcripts indexed by the judge's own request text; kinds cycle over REPLIES."""
     kinds = list(REPLIES)
     chosen, trajs = {}, []
-    for i, (s, r) in enumerate(zip(samples, preds)):
+    for i, (s, r) in enumerate(zip(samples, preds, strict=True)):
         kind = kinds[i % len(kinds)]
         request = judge_messages(s, r.prediction.observation)[-1]["content"]
         assert "SECRET" not in request
@@ -68,7 +67,7 @@ def transcript_store(path: Path, samples, preds) -> dict[str, str]:
 
 def test_judgement_from_flat_and_nested_data():
     flat = judgement_from_data("j", {"Format": 5, "factuality": "4", "consistency": 3, "realism": 2, "quality": 1}, "raw")
-    assert flat.scores == dict(zip(DIMENSIONS, [5, 4, 3, 2, 1])) and flat.total == 3.0
+    assert flat.scores == dict(zip(DIMENSIONS, [5, 4, 3, 2, 1], strict=True)) and flat.total == 3.0
     nested = judgement_from_data("j", {"scores": {"format": 5}, "strengths": ["a", "b"]}, "raw")
     assert nested.scores["format"] == 5 and nested.strengths == "a; b" and nested.total == 5.0
 

@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from agentworld.records.bench import BenchSample, load_bench_dir
 from agentworld.judge import DIMENSIONS, Judgement, RuleScorer, clamp_score, sample_total
-from agentworld.records.prediction import Prediction
 from agentworld.parsing import Status
+from agentworld.records.bench import BenchSample, load_bench_dir
+from agentworld.records.prediction import Prediction
 
 scorer = RuleScorer()
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from agentworld.records.bench import load_bench_dir
 from agentworld.models import (
     CacheMiss,
     Completion,
@@ -20,6 +19,7 @@ from agentworld.models import (
 from agentworld.models.cache import cache_key
 from agentworld.parsing import Status
 from agentworld.prompts import sample_messages
+from agentworld.records.bench import load_bench_dir
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agentworld.records.bench import load_bench_dir
 from agentworld.models import BackendError, GenerationConfig, WorldModel, load_backend
 from agentworld.prompts import build_messages, build_system_prompt, trajectory_messages
+from agentworld.records.bench import load_bench_dir
 from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
 

@@ -2,7 +2,6 @@
 
 import pytest
 
-from agentworld.records.verdict import DIMENSIONS
 from agentworld.parsing import (
     Status,
     parse_judgement,
@@ -14,6 +13,7 @@ from agentworld.parsing import (
     strip_marker,
     verdict_scores,
 )
+from agentworld.records.verdict import DIMENSIONS
 
 PO, PC = "<predicted_observation>", "</predicted_observation>"
 M = "**Environment Observation:**"

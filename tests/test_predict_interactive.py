@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from agentworld.cli import app
 from agentworld.models import WorldModel, load_backend
 from agentworld.prompts import build_messages, trajectory_system_prompt
+from agentworld.records.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
 from agentworld.sim import SimEnv
 from agentworld.sim.loading import load_start
-from agentworld.records.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
 
 runner = CliRunner()
 HISTORY = [("pwd", "/workspace"), ("echo hi", "hi"), ("whoami", "root")]

@@ -7,21 +7,21 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentworld.records.bench import BenchSample, as_text, load_bench_dir, mark_responses, reencode_bench_dir
 from agentworld.bench.score import score_records
-from agentworld.records.select import make_sample
 from agentworld.cli import app
 from agentworld.data.chat import trajectory_chat
-from agentworld.records.verdict import DIMENSIONS
 from agentworld.judge.llm import LLMJudge
 from agentworld.judge.prompt import JUDGE_PROMPT_VERSION, judge_messages, judge_system_prompt, load_judge_prompts
 from agentworld.models import WorldModel
 from agentworld.models.base import Backend, Completion, Prediction
-from agentworld.sim.env import SimEnv
-from agentworld.sim.loading import load_start
 from agentworld.parsing import Status
 from agentworld.prompts import MARKER, build_messages, sample_messages, trajectory_messages
+from agentworld.records.bench import BenchSample, as_text, load_bench_dir, mark_responses, reencode_bench_dir
+from agentworld.records.select import make_sample
 from agentworld.records.trajectory import Trajectory, Turn
+from agentworld.records.verdict import DIMENSIONS
+from agentworld.sim.env import SimEnv
+from agentworld.sim.loading import load_start
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHES = [REPO / "tests" / "fixtures" / "awbench", REPO / "benchmarks" / "local"]
@@ -85,7 +85,7 @@ def test_every_record_gets_the_published_construction(bench):
         body = msgs[1:] if has_system else msgs
         k = s.turn_idx - 1
         expected = []
-        for a, r in zip(s.prompt[:k], s.response[:k]):
+        for a, r in zip(s.prompt[:k], s.response[:k], strict=False):
             expected += [{"role": "user", "content": as_text(a)}, {"role": "assistant", "content": as_text(r)}]
         expected.append({"role": "user", "content": as_text(s.prompt[k])})
         assert body == expected, s.uid
@@ -229,7 +229,7 @@ def test_judge_prompts_folder(tmp_path, awbench_dir):
     j_mcp = asyncio.run(judge.score(by_id[9002], pred))
     assert backend.sent[0][0]["content"] == "STAND-IN terminal judge rubric\n"
     assert backend.sent[1][0]["content"] == judge_system_prompt("mcp")
-    assert j_term.scores == dict(zip(DIMENSIONS, [4, 5, 5, 4, 5]))
+    assert j_term.scores == dict(zip(DIMENSIONS, [4, 5, 5, 4, 5], strict=True))
     assert j_term.details["prompt_version"].startswith("file:") and j_mcp.details["prompt_version"] == JUDGE_PROMPT_VERSION
     # The prompt files are part of the judge's settings, so a resume with other files is refused.
     assert LLMJudge(WorldModel(backend)).settings["prompt_version"] == JUDGE_PROMPT_VERSION

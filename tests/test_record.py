@@ -18,8 +18,8 @@ from agentworld.envs import Env, InfoNotJSON, RecordTurns, Reset, Step, record_e
 from agentworld.envs.terminal import TerminalEnv
 from agentworld.jsonl import dumps
 from agentworld.prompts import build_system_prompt, trajectory_system_prompt
-from agentworld.sim import Scenario, SimEnv
 from agentworld.records.trajectory import Provenance, SimContext, Trajectory, read_trajectories, write_trajectories
+from agentworld.sim import Scenario, SimEnv
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -113,10 +113,10 @@ def test_host_files_are_invisible(env: TerminalEnv, tmp_path: Path) -> None:
 def test_host_processes_cannot_be_seen_or_killed(env: TerminalEnv) -> None:
     victim = subprocess.Popen(["sleep", "300"])
     try:
-        r = run(env, f"kill -9 {victim.pid} {os.getpid()}; kill -9 -1; sleep 0.5; echo survived")
+        run(env, f"kill -9 {victim.pid} {os.getpid()}; kill -9 -1; sleep 0.5; echo survived")
         time.sleep(0.5)
         assert victim.poll() is None  # the host process lives on
-        r = env.step(action_json(("", 0.5)))
+        env.step(action_json(("", 0.5)))
         ps = run(env, "ps -e --no-headers | wc -l")
         assert int(ps.observation.split("\n")[1]) <= 4
     finally:

@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from agentworld.envs import make, record_episode
 from agentworld.models import WorldModel, load_backend
+from agentworld.records.trajectory import write_trajectories
 from agentworld.sim import SimEnv
 from agentworld.sim.drift import measure_drift, scenario_for
 from agentworld.sim.worlds import FictionalSearchEnv, FictionalWorld, build_world, world_check, world_scenario, write_questions
-from agentworld.records.trajectory import write_trajectories
 
 
 def _call(name: str, **arguments: object) -> str:

@@ -10,9 +10,9 @@ import pytest
 from test_sim_fixtures import READ_TOOLS, call, ks, mcp_trajectories, screen, terminal_trajectories
 
 from agentworld.models import CacheMiss, ResponseCache, WorldModel, load_backend
+from agentworld.records.trajectory import read_trajectories, write_trajectories
 from agentworld.sim import FAILED, PerturbationSpec, Scenario, SimEnv
 from agentworld.sim.replay import ReplayMismatch, replay_episode
-from agentworld.records.trajectory import read_trajectories, write_trajectories
 
 PROMPT = "root@sandbox:/workspace# "
 

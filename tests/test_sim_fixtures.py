@@ -11,8 +11,8 @@ import threading
 import time
 
 from agentworld.launch import free_port
-from agentworld.serving import ServerPolicy, uvicorn_config
 from agentworld.records.trajectory import Trajectory, Turn
+from agentworld.serving import ServerPolicy, uvicorn_config
 
 P = "root@sandbox:/workspace#"
 READ_TOOLS = [

@@ -14,9 +14,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from test_sim_fixtures import READ_TOOLS, ServerThread
 
+from agentworld.records.trajectory import read_trajectories
 from agentworld.sim import PerturbationSpec, Scenario, SimEnv
 from agentworld.sim.mcp_facade import SimulatedToolServer, mcp_tool, tool_result
-from agentworld.records.trajectory import read_trajectories
 
 
 def _facade(wm, **kw) -> SimulatedToolServer:
@@ -114,12 +114,15 @@ async def test_each_http_session_gets_its_own_environment(mcp_wm):
                              headers={"Accept": "application/json, text/event-stream"})
         assert refused.status_code == 401
         auth = {"Authorization": "Bearer t0k"}
-        async with create_mcp_http_client(headers=auth) as http_a, create_mcp_http_client(headers=auth) as http_b:
-            async with Client(streamable_http_client(f"{srv.url}/mcp", http_client=http_a), mode="legacy") as a, \
-                    Client(streamable_http_client(f"{srv.url}/mcp", http_client=http_b), mode="legacy") as b:
-                await a.call_tool("write_file", {"path": "/data/b.txt", "content": "beta"})
-                await b.call_tool("read_file", {"path": "/data/a.txt"})
-                await b.call_tool("list_items", {})
+        async with (
+            create_mcp_http_client(headers=auth) as http_a,
+            create_mcp_http_client(headers=auth) as http_b,
+            Client(streamable_http_client(f"{srv.url}/mcp", http_client=http_a), mode="legacy") as a,
+            Client(streamable_http_client(f"{srv.url}/mcp", http_client=http_b), mode="legacy") as b,
+        ):
+            await a.call_tool("write_file", {"path": "/data/b.txt", "content": "beta"})
+            await b.call_tool("read_file", {"path": "/data/a.txt"})
+            await b.call_tool("list_items", {})
     assert sorted(r.num_turns for r in facade.records()) == [1, 2]
     assert facade.close_all() == 2 and len(finished) == 2 and facade.records() == []
 

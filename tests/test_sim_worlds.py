@@ -11,9 +11,17 @@ import pytest
 
 from agentworld.envs import record_episode
 from agentworld.models import WorldModel, load_backend
-from agentworld.sim import SimEnv
-from agentworld.sim.worlds import FictionalSearchEnv, FictionalWorld, build_world, item_f1, world_check, world_scenario, write_questions
 from agentworld.records.trajectory import write_trajectories
+from agentworld.sim import SimEnv
+from agentworld.sim.worlds import (
+    FictionalSearchEnv,
+    FictionalWorld,
+    build_world,
+    item_f1,
+    world_check,
+    world_scenario,
+    write_questions,
+)
 
 
 @pytest.fixture(scope="module")

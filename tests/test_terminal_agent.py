@@ -68,7 +68,7 @@ class _Server:
 def _policy_store(path: Path, demo: Trajectory, first_screen: str, replies: list[str] | None = None) -> Path:
     screens = [first_screen] + [t.observation for t in demo.turns[:-1]]
     actions = replies or [t.action for t in demo.turns]
-    turns = [Turn(action=s, observation=a) for s, a in zip(screens, actions)]
+    turns = [Turn(action=s, observation=a) for s, a in zip(screens, actions, strict=True)]
     write_trajectories(path, [Trajectory(id="policy", domain="terminal", turns=turns)])
     return path
 

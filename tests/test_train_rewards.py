@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from agentworld.records.bench import BenchSample
-from agentworld.records.select import make_sample
-from agentworld.records.verdict import Judgement
 from agentworld.judge.verifiers import VerifierSpec
-from agentworld.records.prediction import Prediction
 from agentworld.prompts import format_observation, trajectory_system_prompt
+from agentworld.records.bench import BenchSample
+from agentworld.records.prediction import Prediction
+from agentworld.records.select import make_sample
+from agentworld.records.trajectory import read_trajectories
+from agentworld.records.verdict import Judgement
 from agentworld.train.config import (
     CONFIG_NAME,
     GSPOTrainConfig,
@@ -26,7 +27,6 @@ from agentworld.train.rewards import (
     hybrid_reward,
     rubric_reward,
 )
-from agentworld.records.trajectory import read_trajectories
 
 ROOT = Path(__file__).parents[1]
 

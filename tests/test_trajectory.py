@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from agentworld.records.select import spread_turns, select_turns, trajectories_to_samples
 from agentworld.jsonl import JsonlAppender, read_jsonl
 from agentworld.prompts import build_system_prompt, sample_messages, trajectory_messages
+from agentworld.records.select import select_turns, spread_turns, trajectories_to_samples
 from agentworld.records.trajectory import SimContext, Trajectory, Turn, read_trajectories, write_trajectories
 
 
@@ -93,7 +93,7 @@ def test_messages_layout_and_system_prompt_parts():
     msgs = trajectory_messages(t, 3)
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert msgs[-1]["content"] == t.turns[2].action
-    assert "**Environment Observation:**\n$ echo 1\n1\n$ " == msgs[2]["content"]
+    assert msgs[2]["content"] == "**Environment Observation:**\n$ echo 1\n1\n$ "
     system = msgs[0]["content"]
     assert "Count the lines of notes.txt" in system and "Debian 12" in system
     assert "<predicted_observation>" in system and "terminal" in system

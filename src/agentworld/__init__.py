@@ -4,10 +4,10 @@ The public surface is re-exported here; modules whose names start with ``_`` are
 internal and may change.
 """
 
-from agentworld.records.bench import BenchSample, load_bench_dir, write_bench_dir
 from agentworld.domains import DOMAINS, Domain, get_domain
 from agentworld.parsing import ParsedPrediction, Status, parse_judgement, parse_prediction
 from agentworld.prompts import build_messages, build_system_prompt, sample_messages
+from agentworld.records.bench import BenchSample, load_bench_dir, write_bench_dir
 from agentworld.records.trajectory import Provenance, SimContext, Trajectory, Turn, read_trajectories, write_trajectories
 
 __version__ = "0.1.0"

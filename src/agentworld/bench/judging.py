@@ -110,6 +110,9 @@ async def run_judging(
         )
 
 
+Job = tuple[Scorer, BenchSample, PredictionRecord]
+
+
 async def _judge_locked(
     scorers: Sequence[Scorer],
     samples: Sequence[BenchSample],
@@ -122,18 +125,7 @@ async def _judge_locked(
     retry_failed: bool,
     on_progress: Callable[[JudgeProgress], None] | None,
 ) -> JudgeProgress:
-    by_uid = {s.uid: s for s in samples}
-    jobs: list[tuple[Scorer, BenchSample, PredictionRecord]] = []
-    missing = 0
-    for rec in predictions:
-        sample = by_uid.get(rec.uid)
-        if sample is None:
-            missing += 1
-            continue
-        for scorer in scorers:
-            old = existing.get((rec.uid, rec.sample_index, scorer.name, model_name(rec.prediction)))
-            if old is None or rejudge or (retry_failed and not old.judgement.ok):
-                jobs.append((scorer, sample, rec))
+    jobs, missing = _plan_jobs(scorers, samples, predictions, existing, rejudge, retry_failed)
     progress = JudgeProgress(total=len(predictions) * len(scorers) - missing * len(scorers), missing_samples=missing)
     progress.skipped = progress.total - len(jobs)
     if on_progress:
@@ -142,35 +134,9 @@ async def _judge_locked(
         return progress
     sem = asyncio.Semaphore(concurrency)
 
-    async def one(job: tuple[Scorer, BenchSample, PredictionRecord]) -> JudgedRecord:
-        scorer, sample, rec = job
+    async def one(job: Job) -> JudgedRecord:
         async with sem:
-            try:
-                j = await scorer.score(sample, rec.prediction)
-            except (asyncio.CancelledError, KeyboardInterrupt, CacheMiss):
-                raise  # a strict-replay miss is a configuration error, not a failed verdict
-            except Exception as exc:  # a scorer bug must not stop the run: record and count it
-                j = Judgement.failed(scorer.name, f"{type(exc).__name__}: {exc}")
-        p = rec.prediction
-        return JudgedRecord(
-            uid=rec.uid,
-            domain=rec.domain,
-            id=rec.id,
-            turn_idx=rec.turn_idx,
-            sample_index=rec.sample_index,
-            judge=scorer.name,
-            judgement=j,
-            model=model_name(p),
-            action=sample.action,
-            observation=p.observation if p.ok else None,
-            ground_truth=sample.ground_truth,
-            prediction_status=str(p.status),
-            raw_text=None if p.ok else p.text[:RAW_CLIP],
-            prediction_error=p.error,
-            prediction_prompt_tokens=p.prompt_tokens or 0,
-            prediction_completion_tokens=p.completion_tokens or 0,
-            judge_settings=settings.get(scorer.name),
-        )
+            return await _judge_one(job, settings)
 
     with JsonlAppender(out) as appender:
         # Tasks are created in bounded batches so a large run holds few pending coroutines.
@@ -189,13 +155,73 @@ async def _judge_locked(
                 for task in done:
                     record = task.result()
                     appender.append(record)
-                    progress.done += 1
-                    progress.failed += not record.judgement.ok
-                    progress.prompt_tokens += record.judgement.prompt_tokens
-                    progress.completion_tokens += record.judgement.completion_tokens
+                    _tally(progress, record)
                     if on_progress:
                         on_progress(progress)
         finally:
             for task in pending:
                 task.cancel()
     return progress
+
+
+def _plan_jobs(
+    scorers: Sequence[Scorer],
+    samples: Sequence[BenchSample],
+    predictions: Sequence[PredictionRecord],
+    existing: dict[JudgedKey, JudgedRecord],
+    rejudge: bool,
+    retry_failed: bool,
+) -> tuple[list[Job], int]:
+    """The (scorer, sample, prediction) triples still to judge, and how many predictions
+    have no sample in the benchmark given (those are not judged)."""
+    by_uid = {s.uid: s for s in samples}
+    jobs: list[Job] = []
+    missing = 0
+    for rec in predictions:
+        sample = by_uid.get(rec.uid)
+        if sample is None:
+            missing += 1
+            continue
+        for scorer in scorers:
+            old = existing.get((rec.uid, rec.sample_index, scorer.name, model_name(rec.prediction)))
+            if old is None or rejudge or (retry_failed and not old.judgement.ok):
+                jobs.append((scorer, sample, rec))
+    return jobs, missing
+
+
+async def _judge_one(job: Job, settings: dict[str, dict[str, Any] | None]) -> JudgedRecord:
+    """One verdict, self-contained: a scorer that raises yields a failed verdict."""
+    scorer, sample, rec = job
+    try:
+        j = await scorer.score(sample, rec.prediction)
+    except (asyncio.CancelledError, KeyboardInterrupt, CacheMiss):
+        raise  # a strict-replay miss is a configuration error, not a failed verdict
+    except Exception as exc:  # a scorer bug must not stop the run: record and count it
+        j = Judgement.failed(scorer.name, f"{type(exc).__name__}: {exc}")
+    p = rec.prediction
+    return JudgedRecord(
+        uid=rec.uid,
+        domain=rec.domain,
+        id=rec.id,
+        turn_idx=rec.turn_idx,
+        sample_index=rec.sample_index,
+        judge=scorer.name,
+        judgement=j,
+        model=model_name(p),
+        action=sample.action,
+        observation=p.observation if p.ok else None,
+        ground_truth=sample.ground_truth,
+        prediction_status=str(p.status),
+        raw_text=None if p.ok else p.text[:RAW_CLIP],
+        prediction_error=p.error,
+        prediction_prompt_tokens=p.prompt_tokens or 0,
+        prediction_completion_tokens=p.completion_tokens or 0,
+        judge_settings=settings.get(scorer.name),
+    )
+
+
+def _tally(progress: JudgeProgress, record: JudgedRecord) -> None:
+    progress.done += 1
+    progress.failed += not record.judgement.ok
+    progress.prompt_tokens += record.judgement.prompt_tokens
+    progress.completion_tokens += record.judgement.completion_tokens

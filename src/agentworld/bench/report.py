@@ -59,7 +59,7 @@ def _bars(ax: Any, xs: list[float], values: list[float | None], width: float, la
     heights = [ZERO_STUB if v == 0 else (v or 0.0) for v in values]
     bars = ax.bar(xs, heights, width, label=label)
     colour = bars.patches[0].get_facecolor() if bars.patches else None
-    for x, v in zip(xs, values):
+    for x, v in zip(xs, values, strict=True):
         if v is None or v == 0:
             text = "n/a" if v is None else "0"
             ax.text(x, ZERO_STUB + 0.8, text, ha="center", va="bottom", fontsize=6, color=colour or "black")

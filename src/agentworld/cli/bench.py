@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import TextColumn
 from rich import box
+from rich.progress import TextColumn
 from rich.table import Table
 
 from agentworld.cli._backend import BackendOpt, OptsOpt, backend_spec, open_backend
@@ -55,8 +55,8 @@ def run_guarded(coro_fn):
 
 
 def _load_samples(bench: Path, domains, ids, sample, seed, limit):
-    from agentworld.records.bench import load_bench_dir
     from agentworld.bench.infer import select_samples
+    from agentworld.records.bench import load_bench_dir
 
     try:
         loaded = load_bench_dir(bench, domains=domains)
@@ -146,12 +146,12 @@ def judge(
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Judge stored predictions with the rule scorer and/or LLM judges (resumable)."""
-    from agentworld.records.bench import load_bench_dir
     from agentworld.bench.infer import load_predictions
     from agentworld.bench.judging import run_judging
     from agentworld.judge import RuleScorer
     from agentworld.judge.llm import LLMJudge
     from agentworld.models import GenerationConfig, WorldModel
+    from agentworld.records.bench import load_bench_dir
 
     if not predictions.exists():
         raise fail(f"no such file: {predictions}", "run `agentworld bench infer` first")

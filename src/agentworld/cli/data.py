@@ -11,10 +11,10 @@ import typer
 from rich import box
 from rich.table import Table
 
-from agentworld.records.bench import load_bench_dir, reencode_bench_dir, write_bench_dir
-from agentworld.records.select import TurnPolicy, trajectories_to_samples
 from agentworld.cli._common import console, fail, out, progress, report_line_errors
 from agentworld.jsonl import JsonlError
+from agentworld.records.bench import load_bench_dir, reencode_bench_dir, write_bench_dir
+from agentworld.records.select import TurnPolicy, trajectories_to_samples
 from agentworld.records.trajectory import Trajectory, read_trajectories, write_trajectories
 
 app = typer.Typer(help="Convert trajectories to benchmark samples, inspect datasets, build training sets.", no_args_is_help=True)

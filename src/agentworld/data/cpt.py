@@ -22,11 +22,11 @@ from typing import Any
 from agentworld.data.chat import load_tokenizer, tokenize_chat, trajectory_chat
 from agentworld.data.config import CPTConfig, config_dict
 from agentworld.data.filters import loss_skipped
+from agentworld.data.knowledge import knowledge_messages, read_knowledge
 from agentworld.data.masking import Category, mask_turns, resolve_workers, trajectory_turn_keys
 from agentworld.data.packing import PackItem, pack, truncate, unpacked
 from agentworld.data.resume import ResumeLog
 from agentworld.data.source import prepare
-from agentworld.data.knowledge import knowledge_messages, read_knowledge
 from agentworld.jsonl import LineError
 from agentworld.prompts import trajectory_system_prompt
 from agentworld.records.trajectory import Trajectory
@@ -56,7 +56,7 @@ class CPTReport:
 
 
 def loss_turns_of(traj: Trajectory, keep: list[bool]) -> set[int]:
-    return {i for i, (turn, k) in enumerate(zip(traj.turns, keep)) if k and not loss_skipped(turn)}
+    return {i for i, (turn, k) in enumerate(zip(traj.turns, keep, strict=True)) if k and not loss_skipped(turn)}
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def build_cpt(config: CPTConfig, *, progress: Progress | None = None, restart: b
         keep, traj_cats = keep_all[pos : pos + k], cats[pos : pos + k]
         pos += k
         counts = report.categories[traj.domain]
-        for turn, c, kp in zip(traj.turns, traj_cats, keep):
+        for turn, c, kp in zip(traj.turns, traj_cats, keep, strict=True):
             counts[Category(c).name] += 1
             if loss_skipped(turn):
                 counts["retry_skipped"] += 1

@@ -17,6 +17,7 @@ Per trajectory (the first matching reason is counted):
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
@@ -32,8 +33,8 @@ from agentworld.domains.errors import (  # noqa: F401  (re-exported: the filters
     is_error,
     is_rejected,
 )
-from agentworld.tool_calls import call_name
 from agentworld.records.trajectory import Trajectory, Turn
+from agentworld.tool_calls import call_name
 
 SKIP_LOSS = "skip_loss"
 """Turn metadata key: set (to the reason) when a turn stays as context but leaves the loss."""
@@ -157,7 +158,7 @@ def filter_trajectory(
         return None
 
     if config.skip_retry_cycles:
-        for prev, nxt in zip(kept, kept[1:]):
+        for prev, nxt in itertools.pairwise(kept):
             if is_rejected(prev.observation) and is_retry(prev.action, nxt.action, similarity=config.retry_similarity):
                 prev.metadata[SKIP_LOSS] = "retry_cycle"
                 report.add(d, "turns_loss_skipped_retry")

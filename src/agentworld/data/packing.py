@@ -36,7 +36,7 @@ class PackedRow:
 
     def add(self, item: PackItem) -> None:
         self.input_ids.extend(item.input_ids)
-        self.labels.extend(t if m else IGNORE_INDEX for t, m in zip(item.input_ids, item.loss_mask))
+        self.labels.extend(t if m else IGNORE_INDEX for t, m in zip(item.input_ids, item.loss_mask, strict=True))
         self.position_ids.extend(range(len(item)))
         self.seq_lengths.append(len(item))
         self.sample_ids.append(item.sample_id)

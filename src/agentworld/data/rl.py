@@ -16,17 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentworld.records.select import make_sample
 from agentworld.data.chat import load_tokenizer
 from agentworld.data.config import RLConfig
 from agentworld.data.cpt import Progress, write_parquet, write_report
 from agentworld.data.resume import ResumeLog
 from agentworld.data.source import prepare
-from agentworld.judge.verifiers import derive_specs
 from agentworld.jsonl import dumps
+from agentworld.judge.verifiers import derive_specs
 from agentworld.prompts import NUM_VARIANTS, sample_messages, trajectory_system_prompt
-from agentworld.seeding import keyed_rng
+from agentworld.records.select import make_sample
 from agentworld.records.trajectory import Trajectory
+from agentworld.seeding import keyed_rng
 
 
 @dataclass

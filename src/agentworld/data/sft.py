@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentworld.records.bench import BenchSample
-from agentworld.records.select import make_sample, select_turns
 from agentworld.data.config import SFTConfig
 from agentworld.data.cpt import Progress, write_parquet, write_report
 from agentworld.data.resume import ResumeLog
 from agentworld.data.source import prepare
 from agentworld.models.base import GenerationConfig, Prediction
 from agentworld.prompts import NUM_VARIANTS, format_observation, sample_messages, trajectory_system_prompt
-from agentworld.seeding import keyed_rng
+from agentworld.records.bench import BenchSample
+from agentworld.records.select import make_sample, select_turns
 from agentworld.records.trajectory import Trajectory
+from agentworld.seeding import keyed_rng
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ async def judge_query(query: Query, wm: Any, scorer: Any, config: SFTConfig) -> 
     judgements = await asyncio.gather(*(scorer.score(query.sample, p) for p in preds))
     candidates = []
     best: int | None = None
-    for i, (p, j) in enumerate(zip(preds, judgements)):
+    for i, (p, j) in enumerate(zip(preds, judgements, strict=True)):
         passed = (
             p.ok
             and j.ok

@@ -17,7 +17,6 @@ from agentworld.domains import domain_of_task
 from agentworld.jsonl import LineError, write_jsonl
 from agentworld.records.trajectory import Trajectory, read_trajectories
 
-
 _NOT_TRAJECTORIES = ("_test.jsonl", ".failures.jsonl")
 
 

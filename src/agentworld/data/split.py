@@ -23,11 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentworld.records.bench import load_bench_dir
 from agentworld.jsonl import LineError
-from agentworld.seeding import unit_hash
+from agentworld.records.bench import load_bench_dir
 from agentworld.records.trajectory import Trajectory, read_trajectories
-
+from agentworld.seeding import unit_hash
 
 _DIGITS = re.compile(r"\d+")
 

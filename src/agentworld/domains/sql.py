@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-
 # Agent input: every pattern here runs in linear time. A quoted literal may not be
 # followed by a quote (``''`` inside it is the escape), so it has exactly one parse and
 # repetitions of literals cannot backtrack exponentially; trailing ``;`` and blanks are
@@ -110,7 +109,7 @@ def inserted_rows(sql: str) -> list[tuple[str, dict[str, str | None]]]:
     for tup in _TUPLE.finditer(rows):
         vals = values(tup.group(1))
         if vals is not None and len(vals) == len(cols):
-            out.append((table, dict(zip(cols, vals))))
+            out.append((table, dict(zip(cols, vals, strict=True))))
     return out
 
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from agentworld.envs.base import Env
 from agentworld.envs.record import RecordTurns
-from agentworld.tool_calls import ToolCallError, decode_arguments
 from agentworld.records.trajectory import Provenance, SimContext, Trajectory
+from agentworld.tool_calls import ToolCallError, decode_arguments
 
 _TEXT_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
 

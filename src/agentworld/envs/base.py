@@ -60,7 +60,7 @@ class Env(abc.ABC):
         initial state...): what a recorded trajectory and a simulator's prompt carry."""
         return SimContext()
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook: envs that hold nothing need not override it
         """Release every resource (processes, sandboxes, temp files)."""
 
     def __enter__(self) -> Env:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentworld.records.select import TurnPolicy, trajectories_to_samples
 from agentworld.jsonl import JsonlAppender, write_jsonl
+from agentworld.records.select import TurnPolicy, trajectories_to_samples
 from agentworld.records.trajectory import Provenance, Trajectory, read_trajectories
 
 

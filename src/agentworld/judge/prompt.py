@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentworld.domains import DOMAINS, get_domain
-from agentworld.records.verdict import DIMENSIONS
 from agentworld.parsing import EVAL_CLOSE, EVAL_OPEN, strip_marker
+from agentworld.records.verdict import DIMENSIONS
 
 if TYPE_CHECKING:
-    from agentworld.records.bench import BenchSample
     from agentworld.models.base import Message
+    from agentworld.records.bench import BenchSample
 
 # 2: published part order (history, current turn, prediction, ground truth, instructions),
 # markers stripped, answer format moved from the system prompt to the user message.

@@ -93,6 +93,6 @@ class Batcher(Generic[Item, Result]):
                     if not p.future.done():
                         p.future.set_exception(exc)
                 continue
-            for p, r in zip(batch, results):
+            for p, r in zip(batch, results, strict=True):
                 if not p.future.done():
                     p.future.set_result(r)

@@ -78,5 +78,5 @@ class Backend(abc.ABC):
     async def complete(self, messages: list[Message], config: GenerationConfig) -> list[Completion]:
         """Return ``config.n`` completions for ``messages``; raise BackendError on failure."""
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - an optional hook: backends that hold nothing need not override it
         """Release clients, models, threads."""

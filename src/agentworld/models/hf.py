@@ -126,7 +126,7 @@ class HFBackend(Backend):
                 out = self.model.generate(**enc, **kwargs)
         gen = out[:, enc["input_ids"].shape[1] :].tolist()
         prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
-        rows = [self._completion(g, int(p), cfg) for g, p in zip(gen, prompt_lens)]
+        rows = [self._completion(g, int(p), cfg) for g, p in zip(gen, prompt_lens, strict=True)]
         results, pos = [], 0
         for _, n in items:
             results.append(rows[pos : pos + n])

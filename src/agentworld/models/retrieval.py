@@ -10,19 +10,18 @@ samples being evaluated would answer them with their own ground truth.
 from __future__ import annotations
 
 import asyncio
-
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from agentworld.records.bench import SUFFIX, BenchSample, as_text
 from agentworld.domains import DOMAINS, get_domain
 from agentworld.jsonl import read_jsonl
 from agentworld.models.base import Backend, BackendError, Completion, GenerationConfig, Message
 from agentworld.parsing import parse_prediction, strip_marker
 from agentworld.prompts import format_observation
+from agentworld.records.bench import SUFFIX, BenchSample, as_text
 from agentworld.records.trajectory import Trajectory
 
 # Single-character words matter here (`ls -l`, `cd /`), so no stopwords and \w+ tokens.
@@ -98,7 +97,8 @@ def load_turns(source: Path) -> dict[str, list[PastTurn]]:
     for path in _source_files(source):
         if path.name.endswith(SUFFIX):
             for s in read_jsonl(path, BenchSample).items:
-                pairs = [(as_text(a), strip_marker(as_text(o))) for a, o in zip(s.prompt, s.response)]
+                # Only complete (action, observation) turns: one list may run past the other.
+                pairs = [(as_text(a), strip_marker(as_text(o))) for a, o in zip(s.prompt, s.response, strict=False)]
                 _add(out, seen, s.domain, pairs, [None] * len(pairs))
         else:
             for traj in read_jsonl(path, Trajectory).items:

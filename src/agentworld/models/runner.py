@@ -125,7 +125,7 @@ class WorldModel:
                 # Seeded samples are a sequence: sample i is only reproduced by asking for
                 # all of them, so a partial hit still regenerates the full n.
                 live = [p for p in await self._live(messages, cfg, list(range(n))) if p.sample_index in missing]
-            for i, pred in zip(missing, live):
+            for i, pred in zip(missing, live, strict=True):
                 out[i] = pred
                 if pred.error is None and self.cache is not None:
                     completion = Completion(
@@ -166,7 +166,8 @@ class WorldModel:
             ]
         st.live_samples += len(indices)
         preds = []
-        for i, c in zip(indices, completions):
+        # A backend may return more completions than asked for (checked above): extras are dropped.
+        for i, c in zip(indices, completions, strict=False):
             st.prompt_tokens += c.prompt_tokens or 0
             st.completion_tokens += c.completion_tokens or 0
             preds.append(to_prediction(c, index=i, latency_s=latency, backend=backend, model=model))

@@ -26,7 +26,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agentworld.models.base import Backend, BackendError, GenerationConfig, Message
+from agentworld.models.base import Backend, BackendError, Completion, GenerationConfig, Message
 from agentworld.parsing import split_reasoning as split_think
 from agentworld.seeding import unit_hash
 from agentworld.serving import RequestGuard, ServerPolicy
@@ -91,6 +91,53 @@ def _malformed(kind: str, model: str) -> Response:
     elif kind == "null_content":
         base["choices"] = [{"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "stop"}]
     return JSONResponse(base)
+
+
+def _injected_failure(seed: int, number: int, fault: str, served: str) -> Response:
+    """The seeded failure for request ``number``: a malformed 200 answer, or a 429/503."""
+    if fault == "malformed" or (fault == "mixed" and unit_hash(seed, "fault", number) < 0.5):
+        pick = int(unit_hash(seed, "malformed", number) * len(_MALFORMED))
+        return _malformed(_MALFORMED[min(pick, len(_MALFORMED) - 1)], served)
+    if unit_hash(seed, "kind", number) < 0.5:
+        return _error(429, "injected failure: rate limited", "rate_limit_error")
+    return _error(503, "injected failure: overloaded", "server_error")
+
+
+def _chat_completion(completions: list[Completion], served: str, *, split_reasoning: bool) -> dict[str, Any]:
+    """The chat.completion answer for ``completions``, one choice each."""
+    choices = []
+    for i, c in enumerate(completions):
+        content, reasoning = c.text, c.reasoning
+        if split_reasoning:
+            content, thought = split_think(content)
+            content = content.strip("\n")
+            reasoning = "\n".join(r for r in (reasoning, thought) if r) or None
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if reasoning:
+            message["reasoning_content"] = reasoning
+        choices.append({"index": i, "message": message, "finish_reason": c.finish_reason or "stop"})
+    # All choices share one prompt: its tokens are counted once.
+    prompt_tokens = (completions[0].prompt_tokens or 0) if completions else 0
+    completion_tokens = sum(c.completion_tokens or 0 for c in completions)
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": served,
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def _streamed(result: dict[str, Any], body: ChatRequest) -> StreamingResponse:
+    # stream_options is not a declared field: the request model keeps extra keys as they came.
+    options = getattr(body, "stream_options", None) or {}
+    include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
+    return StreamingResponse(iter(stream_chunks(result, include_usage=include_usage)), media_type="text/event-stream")
 
 
 def _sse(data: dict[str, Any] | str) -> str:
@@ -177,12 +224,7 @@ def create_app(
         # Seeded by the request's arrival number: the same run fails the same requests.
         if fail_rate and unit_hash(seed, "fail", number) < fail_rate:
             counters["injected_failures"] += 1
-            if fault == "malformed" or (fault == "mixed" and unit_hash(seed, "fault", number) < 0.5):
-                pick = int(unit_hash(seed, "malformed", number) * len(_MALFORMED))
-                return _malformed(_MALFORMED[min(pick, len(_MALFORMED) - 1)], served)
-            if unit_hash(seed, "kind", number) < 0.5:
-                return _error(429, "injected failure: rate limited", "rate_limit_error")
-            return _error(503, "injected failure: overloaded", "server_error")
+            return _injected_failure(seed, number, fault, served)
         config = body.generation_config()
         counters["in_flight"] += 1
         counters["peak_in_flight"] = max(counters["peak_in_flight"], counters["in_flight"])
@@ -198,37 +240,8 @@ def create_app(
             return _error(500, f"{type(exc).__name__}: {exc}", "server_error")
         finally:
             counters["in_flight"] -= 1
-        choices = []
-        for i, c in enumerate(completions):
-            content, reasoning = c.text, c.reasoning
-            if split_reasoning:
-                content, thought = split_think(content)
-                content = content.strip("\n")
-                reasoning = "\n".join(r for r in (reasoning, thought) if r) or None
-            message: dict[str, Any] = {"role": "assistant", "content": content}
-            if reasoning:
-                message["reasoning_content"] = reasoning
-            choices.append({"index": i, "message": message, "finish_reason": c.finish_reason or "stop"})
-        prompt_tokens = (completions[0].prompt_tokens or 0) if completions else 0
-        completion_tokens = sum(c.completion_tokens or 0 for c in completions)
-        result = {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": served,
-            "choices": choices,
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
-        }
-        if body.stream:
-            options = getattr(body, "stream_options", None) or {}
-            include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
-            events = stream_chunks(result, include_usage=include_usage)
-            return StreamingResponse(iter(events), media_type="text/event-stream")
-        return result
+        result = _chat_completion(completions, served, split_reasoning=split_reasoning)
+        return _streamed(result, body) if body.stream else result
 
     return app
 

@@ -84,13 +84,13 @@ class BenchSample(BaseModel):
         """(action, observation) pairs of the turns before the evaluated one, markers
         removed (the chat messages use the stored text verbatim instead)."""
         k = self.turn_idx - 1
-        return [(as_text(a), clean_observation(as_text(o))) for a, o in zip(self.prompt[:k], self.response[:k])]
+        return [(as_text(a), clean_observation(as_text(o))) for a, o in zip(self.prompt[:k], self.response[:k], strict=False)]
 
     def stored_history(self) -> list[tuple[str, str]]:
         """(prompt, response) pairs of the turns before the evaluated one exactly as
         stored, markers kept: what the world model is shown."""
         k = self.turn_idx - 1
-        return [(as_text(a), as_text(r)) for a, r in zip(self.prompt[:k], self.response[:k])]
+        return [(as_text(a), as_text(r)) for a, r in zip(self.prompt[:k], self.response[:k], strict=False)]
 
     @property
     def turn_prompt(self) -> str:
@@ -186,7 +186,7 @@ def reencode_bench_dir(directory: str | Path, out_dir: str | Path | None = None)
     for path in bench_files(directory):
         samples = read_jsonl(path, BenchSample, strict=True).items
         marked = [mark_responses(s) for s in samples]
-        changed = sum(m is not s for m, s in zip(marked, samples))
+        changed = sum(m is not s for m, s in zip(marked, samples, strict=True))
         if changed or target != Path(directory):
             write_jsonl(target / path.name, marked)
         done.append(Reencoded(target / path.name, len(marked), changed))

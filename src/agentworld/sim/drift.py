@@ -16,13 +16,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agentworld.records.bench import BenchSample
 from agentworld.envs.base import Env
 from agentworld.models import Prediction
 from agentworld.parsing import Status
+from agentworld.records.bench import BenchSample
+from agentworld.records.trajectory import SimContext
 from agentworld.sim.env import SimEnv
 from agentworld.sim.scenario import Scenario
-from agentworld.records.trajectory import SimContext
 
 
 class DriftStep(BaseModel):

@@ -15,17 +15,16 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
-
 from pydantic import BaseModel, Field
 
 from agentworld.envs.base import Env, EpisodeOver, Reset, Step
 from agentworld.envs.record import episode_trajectory, recorded_turn
 from agentworld.models import GenerationConfig, Prediction, WorldModel
 from agentworld.prompts import build_messages
+from agentworld.records.trajectory import Provenance, SimContext, Trajectory
 from agentworld.sim.ledger import Conflict, LedgerState, rules_for
 from agentworld.sim.perturb import Injection, PerturbationSpec, apply_mechanical
 from agentworld.sim.scenario import Scenario
-from agentworld.records.trajectory import Provenance, SimContext, Trajectory
 
 #: an extra validator of a candidate observation: ``(action, observation) -> conflicts``
 Check = Callable[[str, str], list[Conflict]]

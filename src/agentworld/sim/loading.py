@@ -11,8 +11,8 @@ from typing import Any
 import yaml
 
 from agentworld.jsonl import LineError, iter_json_lines
-from agentworld.sim.scenario import Scenario
 from agentworld.records.trajectory import Trajectory
+from agentworld.sim.scenario import Scenario
 
 
 class InputError(ValueError):
@@ -110,8 +110,8 @@ def load_start(path: str | Path, *, record_id: str | None = None, turn: int | No
     without it all turns are history. A benchmark sample gives its own history and action.
     The system prompt is kept exactly as the file implies (a sample's own ``system_str``).
     """
-    from agentworld.records.bench import BenchSample
     from agentworld.prompts import trajectory_system_prompt
+    from agentworld.records.bench import BenchSample
 
     lineno, obj = _find_record(path, record_id, "history record")
     try:

@@ -8,10 +8,10 @@ replayed observations must equal the recorded ones byte for byte.
 from __future__ import annotations
 
 from agentworld.models import WorldModel
+from agentworld.records.trajectory import Trajectory
 from agentworld.sim.env import SimEnv
 from agentworld.sim.perturb import PerturbationSpec
 from agentworld.sim.scenario import Scenario
-from agentworld.records.trajectory import Trajectory
 
 
 class ReplayMismatch(AssertionError):

@@ -18,7 +18,6 @@ from agentworld.domains.terminal.screen import PROMPT_START as _LEADING_PROMPT
 from agentworld.prompts import build_system_prompt
 from agentworld.records.trajectory import SimContext, Trajectory
 
-
 MAX_PATTERNS, MAX_PATTERN_CHARS = 32, 1000
 PATTERN_TIMEOUT_S = 0.5
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
@@ -155,49 +156,72 @@ def create_app(manager: SessionManager, policy: ServerPolicy | None = None) -> F
 
     @app.websocket("/ws")
     async def ws(socket: WebSocket) -> None:
-        await socket.accept()
-        sid: str | None = None
+        await _WsSession(socket, manager).serve(policy.max_request_bytes)
+
+    return app
+
+
+@dataclass
+class _WsSession:
+    """One WebSocket connection, which is one session (``sid`` once reset).
+
+    ``sid`` is set as soon as the manager opens the session, before the answer is sent,
+    so a connection dropped mid-answer still frees its slot.
+    """
+
+    socket: WebSocket
+    manager: SessionManager
+    sid: str | None = None
+
+    async def serve(self, limit: int) -> None:
+        await self.socket.accept()
         try:
             while True:
-                frame = await socket.receive()
+                frame = await self.socket.receive()
                 if frame["type"] == "websocket.disconnect":
                     return
                 try:
-                    msg = _ws_message(frame, policy.max_request_bytes)
-                    if msg.type == "reset":
-                        req = ResetRequest.model_validate(msg.data)
-                        if req.session_id or req.episode_id:
-                            raise SessionError("a WebSocket connection is one session: reset it without a session_id",
-                                               '{"type": "reset", "data": {"seed": 0}}')
-                        sid, res = await manager.reset(session_id=sid, seed=req.seed, scenario=req.scenario,
-                                                       perturbations=req.perturbations)
-                        await socket.send_json({"type": "observation", "data": reset_payload(sid, res)})
-                    elif sid is None:
-                        raise SessionError("send a reset message first", '{"type": "reset", "data": {}}')
-                    elif msg.type == "step":
-                        res = await manager.step(sid, WsStep.model_validate(msg.data).action)
-                        await socket.send_json({"type": "observation", "data": step_payload(res)})
-                    elif msg.type == "state":
-                        await socket.send_json({"type": "state", "data": manager.state(sid)})
-                    else:  # close
-                        manager.close(sid)
-                        await socket.send_json({"type": "closed", "data": {"session_id": sid}})
-                        sid = None
-                        await socket.close()
+                    if not await self._answer(_ws_message(frame, limit)):
                         return
-                except SessionError as exc:
-                    await socket.send_json({"type": "error", "data": exc.payload()})
+                except SessionError as exc:  # refused: the connection stays usable
+                    await self.socket.send_json({"type": "error", "data": exc.payload()})
                 except ValidationError as exc:
                     message = f"invalid message: {validation_message(exc)}"
-                    await socket.send_json({"type": "error", "data": SessionError(message, _WS_HINT).payload()})
+                    await self.socket.send_json({"type": "error", "data": SessionError(message, _WS_HINT).payload()})
         except WebSocketDisconnect:
             pass
         finally:
             # A dropped connection frees its session slot.
-            if sid is not None:
-                manager.close(sid)
+            if self.sid is not None:
+                self.manager.close(self.sid)
 
-    return app
+    async def _answer(self, msg: WsMessage) -> bool:
+        """Answer one message; False once the client has closed the session."""
+        if msg.type == "reset":
+            await self._reset(msg.data)
+        elif self.sid is None:
+            raise SessionError("send a reset message first", '{"type": "reset", "data": {}}')
+        elif msg.type == "step":
+            res = await self.manager.step(self.sid, WsStep.model_validate(msg.data).action)
+            await self.socket.send_json({"type": "observation", "data": step_payload(res)})
+        elif msg.type == "state":
+            await self.socket.send_json({"type": "state", "data": self.manager.state(self.sid)})
+        else:  # close
+            self.manager.close(self.sid)
+            await self.socket.send_json({"type": "closed", "data": {"session_id": self.sid}})
+            self.sid = None
+            await self.socket.close()
+            return False
+        return True
+
+    async def _reset(self, data: dict[str, Any]) -> None:
+        req = ResetRequest.model_validate(data)
+        if req.session_id or req.episode_id:
+            raise SessionError("a WebSocket connection is one session: reset it without a session_id",
+                               '{"type": "reset", "data": {"seed": 0}}')
+        self.sid, res = await self.manager.reset(session_id=self.sid, seed=req.seed, scenario=req.scenario,
+                                                 perturbations=req.perturbations)
+        await self.socket.send_json({"type": "observation", "data": reset_payload(self.sid, res)})
 
 
 _WS_HINT = 'send JSON like {"type": "step", "data": {"action": "ls"}}; types: reset, step, state, close'

@@ -36,7 +36,7 @@ def collate_padding_free(rows: list[dict[str, Any]]) -> dict[str, Any]:
     pos = [p for r in rows for p in r["position_ids"]]
     # The first token of a sample is never a target: otherwise, after the shift, the
     # last token of the previous sample would be trained to predict it.
-    labels = [IGNORE_INDEX if p == 0 else lab for lab, p in zip(labels, pos)]
+    labels = [IGNORE_INDEX if p == 0 else lab for lab, p in zip(labels, pos, strict=True)]
     return {
         "input_ids": torch.tensor([ids]),
         "labels": torch.tensor([labels]),

@@ -18,12 +18,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from agentworld.records.bench import BenchSample
 from agentworld.judge.base import Scorer
-from agentworld.records.verdict import SCORE_MAX, SCORE_MIN, Judgement
 from agentworld.judge.verifiers import RULE_REWARD_MAX, VerifierSpec, rule_reward
-from agentworld.records.prediction import Prediction
 from agentworld.parsing import Status, parse_prediction
+from agentworld.records.bench import BenchSample
+from agentworld.records.prediction import Prediction
+from agentworld.records.verdict import SCORE_MAX, SCORE_MIN, Judgement
 
 RUBRIC_MIN, RUBRIC_MAX = 5.0, 25.0
 
@@ -91,7 +91,7 @@ class HybridReward:
 
     async def score_batch(self, raws: list[str], samples: list[str], verifiers: list[str]) -> list[RewardParts]:
         jobs = []
-        for raw, sample_json, spec_json in zip(raws, samples, verifiers):
+        for raw, sample_json, spec_json in zip(raws, samples, verifiers, strict=True):
             sample = BenchSample.model_validate_json(sample_json)
             specs = [VerifierSpec.model_validate(s) for s in json.loads(spec_json or "[]")]
             jobs.append(self.score_one(raw, sample, specs))

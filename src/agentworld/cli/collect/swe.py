@@ -8,8 +8,19 @@ import typer
 
 from agentworld.cli._common import fail
 from agentworld.cli.collect._app import (
-    Agent, AgentNative, AgentOpts, BenchDir, Episodes, Out, Seed, TestEpisodes, Workers, agent_settings, app,
-    run_and_report, split_jobs,
+    Agent,
+    AgentNative,
+    AgentOpts,
+    BenchDir,
+    Episodes,
+    Out,
+    Seed,
+    TestEpisodes,
+    Workers,
+    agent_settings,
+    app,
+    run_and_report,
+    split_jobs,
 )
 
 

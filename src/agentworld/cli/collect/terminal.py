@@ -10,8 +10,19 @@ import typer
 
 from agentworld.cli._common import console, fail
 from agentworld.cli.collect._app import (
-    Agent, AgentOpts, BenchDir, Episodes, Out, Seed, Templates, TestEpisodes, Workers, agent_settings, app,
-    run_and_report, split_jobs,
+    Agent,
+    AgentOpts,
+    BenchDir,
+    Episodes,
+    Out,
+    Seed,
+    Templates,
+    TestEpisodes,
+    Workers,
+    agent_settings,
+    app,
+    run_and_report,
+    split_jobs,
 )
 
 

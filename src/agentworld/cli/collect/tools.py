@@ -9,8 +9,20 @@ import typer
 
 from agentworld.cli._common import console, fail, out
 from agentworld.cli.collect._app import (
-    Agent, AgentNative, AgentOpts, BenchDir, Episodes, Out, Seed, Templates, TestEpisodes, Workers, agent_settings, app,
-    run_and_report, split_jobs,
+    Agent,
+    AgentNative,
+    AgentOpts,
+    BenchDir,
+    Episodes,
+    Out,
+    Seed,
+    Templates,
+    TestEpisodes,
+    Workers,
+    agent_settings,
+    app,
+    run_and_report,
+    split_jobs,
 )
 
 

@@ -33,45 +33,55 @@ def effects(action: str, observation: str = "", *, env: Mapping[str, str] | None
     env = dict(env or {})
     ops: list[Effect] = []
     for argv, heredoc in commands(action):
-        argv = [expand(w, env) for w in argv]
-        words, target, append = redirect(argv)
-        cmd = words[0] if words else ""
+        words, target, append = redirect([expand(w, env) for w in argv])
         ops += [Effect("sql", value=w) for w in words[1:] if is_sql(w)]
         if heredoc is not None and is_sql(heredoc):
             ops.append(Effect("sql", value=heredoc))
         if target and target != "/dev/null":
-            if cmd == "echo":
-                args = [w for w in words[1:] if w != "-e"]
-                newline = "-n" not in args
-                text = " ".join(a for a in args if a != "-n") + ("\n" if newline else "")
-                ops.append(Effect("write", target, text, append=append))
-            elif cmd == "printf" and len(words) > 1:
-                ops.append(Effect("write", target, words[1].replace("\\n", "\n"), append=append))
-            elif cmd == "cat" and heredoc is not None:
-                ops.append(Effect("write", target, heredoc, append=append))
-            continue
-        args = [w for w in words[1:] if not w.startswith("-")]
-        if cmd == "cd":
-            dest = words[1] if len(words) > 1 else "~"
-            if dest != "-":
-                ops.append(Effect("cd", dest))
-        elif cmd == "export":
-            for w in words[1:]:
-                if "=" in w:
-                    k, v = w.split("=", 1)
-                    env[k] = v
-                    ops.append(Effect("setenv", k, v))
-        elif cmd == "unset":
-            for w in words[1:]:
-                env.pop(w, None)
-                ops.append(Effect("unsetenv", w))
-        elif cmd in ("rm", "mkdir", "touch"):
-            kind = "delete" if cmd == "rm" else cmd
-            ops += [Effect(kind, w) for w in args]  # type: ignore[arg-type]
-        elif cmd in ("cp", "mv") and len(words) == 3:
-            ops.append(Effect("copy" if cmd == "cp" else "move", words[2], source=words[1]))
-        elif cmd in _READERS:
-            ops += [Effect("read", w) for w in args]
-        elif cmd == "grep" and len(args) > 1:
-            ops += [Effect("read", w) for w in args[1:]]  # the first is the pattern
+            ops += _redirected_write(words, target, append, heredoc)
+        else:
+            ops += _command_effects(words, env)
     return Effects(ops)
+
+
+def _redirected_write(words: list[str], target: str, append: bool, heredoc: str | None) -> list[Effect]:
+    """What ``echo``/``printf``/``cat <<EOF`` wrote into the redirect ``target``."""
+    cmd = words[0] if words else ""
+    if cmd == "echo":
+        args = [w for w in words[1:] if w != "-e"]
+        text = " ".join(a for a in args if a != "-n") + ("" if "-n" in args else "\n")
+        return [Effect("write", target, text, append=append)]
+    if cmd == "printf" and len(words) > 1:
+        return [Effect("write", target, words[1].replace("\\n", "\n"), append=append)]
+    if cmd == "cat" and heredoc is not None:
+        return [Effect("write", target, heredoc, append=append)]
+    return []
+
+
+def _command_effects(words: list[str], env: dict[str, str]) -> list[Effect]:
+    """The effects of one command without a redirect; ``export``/``unset`` update ``env``."""
+    cmd = words[0] if words else ""
+    args = [w for w in words[1:] if not w.startswith("-")]
+    if cmd == "cd":
+        dest = words[1] if len(words) > 1 else "~"
+        return [] if dest == "-" else [Effect("cd", dest)]
+    if cmd == "export":
+        out = []
+        for k, _, v in (w.partition("=") for w in words[1:] if "=" in w):
+            env[k] = v
+            out.append(Effect("setenv", k, v))
+        return out
+    if cmd == "unset":
+        for w in words[1:]:
+            env.pop(w, None)
+        return [Effect("unsetenv", w) for w in words[1:]]
+    if cmd in ("rm", "mkdir", "touch"):
+        kind = "delete" if cmd == "rm" else cmd
+        return [Effect(kind, w) for w in args]  # type: ignore[arg-type]
+    if cmd in ("cp", "mv") and len(words) == 3:
+        return [Effect("copy" if cmd == "cp" else "move", words[2], source=words[1])]
+    if cmd in _READERS:
+        return [Effect("read", w) for w in args]
+    if cmd == "grep" and len(args) > 1:
+        return [Effect("read", w) for w in args[1:]]  # the first is the pattern
+    return []

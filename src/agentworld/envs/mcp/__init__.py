@@ -7,6 +7,5 @@ from agentworld.envs.mcp.episode import ToolTask, action_text, run_scripted
 from agentworld.envs.mcp.servers import SERVER_NAMES, missing_servers, server_spec
 from agentworld.envs.mcp.tasks import TEMPLATES, make_task
 
-
 __all__ = ["SERVER_NAMES", "TEMPLATES", "McpEnv", "McpHub", "McpStartError", "ToolTask", "action_text",
            "make_task", "missing_servers", "parse_tool_call", "run_scripted", "server_spec"]

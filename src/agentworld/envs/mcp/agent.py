@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentworld.envs.agent import AgentConfig, run_agent as run_tool_agent
+from agentworld.envs.agent import AgentConfig
+from agentworld.envs.agent import run_agent as run_tool_agent
 from agentworld.envs.base import Env
 from agentworld.envs.mcp.episode import ToolTask
 from agentworld.records.trajectory import Provenance, SimContext, Trajectory

@@ -21,8 +21,8 @@ from agentworld.envs.mcp.client import McpHub
 from agentworld.envs.mcp.servers import Limits, server_spec
 from agentworld.envs.mcp.workspace import build_workspace, describe_workspace
 from agentworld.envs.sweep import MCP_PREFIX, sweep_leftovers
-from agentworld.tool_calls import ToolCallError
 from agentworld.records.trajectory import SimContext
+from agentworld.tool_calls import ToolCallError
 
 
 def parse_tool_call(action: str) -> tuple[str, dict[str, Any]] | str:

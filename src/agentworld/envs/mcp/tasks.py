@@ -12,6 +12,7 @@ import json
 import random
 import re
 from collections.abc import Callable, Generator
+from itertools import pairwise
 from typing import Any
 
 from agentworld.envs.mcp.episode import ToolCall, ToolTask
@@ -22,12 +23,24 @@ FILES = f"{WORKSPACE}/files"
 REPO = f"{WORKSPACE}/repo"
 Gen = Generator[ToolCall, str, None]
 
-_WORDS = ("apple budget cedar delta ember falcon garnet harbor indigo juniper kettle lantern "
-          "meadow nectar orchid pepper quartz raven saffron timber umber velvet willow yarrow zephyr").split()
-_PEOPLE = ("Alice Bruno Chen Dana Emeka Farah Goran Hana Ivan Jun Kofi Lena Mateo Nadia Omar Priya").split()
-_CITIES = ("Lisbon Oslo Nairobi Lima Osaka Quito Tunis Hanoi Perth Riga Dakar Cusco").split()
-_ZONES = ("America/New_York Europe/London Asia/Tokyo Australia/Sydney Europe/Berlin America/Sao_Paulo "
-          "Asia/Kolkata Africa/Nairobi Pacific/Auckland America/Los_Angeles Asia/Singapore").split()
+_WORDS = [
+    "apple", "budget", "cedar", "delta", "ember", "falcon", "garnet", "harbor", "indigo", "juniper",
+    "kettle", "lantern", "meadow", "nectar", "orchid", "pepper", "quartz", "raven", "saffron", "timber",
+    "umber", "velvet", "willow", "yarrow", "zephyr",
+]
+_PEOPLE = [
+    "Alice", "Bruno", "Chen", "Dana", "Emeka", "Farah", "Goran", "Hana", "Ivan", "Jun", "Kofi", "Lena",
+    "Mateo", "Nadia", "Omar", "Priya",
+]
+_CITIES = [
+    "Lisbon", "Oslo", "Nairobi", "Lima", "Osaka", "Quito", "Tunis", "Hanoi", "Perth", "Riga", "Dakar",
+    "Cusco",
+]
+_ZONES = [
+    "America/New_York", "Europe/London", "Asia/Tokyo", "Australia/Sydney", "Europe/Berlin",
+    "America/Sao_Paulo", "Asia/Kolkata", "Africa/Nairobi", "Pacific/Auckland", "America/Los_Angeles",
+    "Asia/Singapore",
+]
 
 
 def _call(name: str, **arguments: Any) -> ToolCall:
@@ -165,7 +178,7 @@ def time_task(seed: int) -> ToolTask:
     zones = rng.sample(_ZONES, 4)
 
     def script() -> Gen:
-        for src, dst in zip(zones, zones[1:]):
+        for src, dst in pairwise(zones):
             yield _call("convert_time", source_timezone=src, time=f"{rng.randint(0, 23):02d}:{rng.choice([0, 15, 30, 45]):02d}",
                         target_timezone=dst)
         yield _call("convert_time", source_timezone=zones[0], time="25:61", target_timezone=zones[1])
@@ -189,7 +202,7 @@ def fetch_task(seed: int) -> ToolTask:
     topics = rng.sample(_WORDS, 3)
     site: dict[str, str] = {"robots.txt": "User-agent: *\nDisallow: /private/\n"}
     names = [f"{t}.html" for t in topics]
-    for t, name in zip(topics, names):
+    for t, name in zip(topics, names, strict=True):
         paras = [f"The {t} team meets in {rng.choice(_CITIES)} every {rng.choice(['Monday', 'Wednesday', 'Friday'])}."
                  for _ in range(rng.randint(3, 12))]
         site[name] = _page(f"About {t}", paras, names)

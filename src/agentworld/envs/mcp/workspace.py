@@ -18,7 +18,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agentworld.envs.mcp.servers import (
-    GIT_ENV, WORKSPACE, Limits, ServerSpec, confined_argv, hand_over, server_env,
+    GIT_ENV,
+    WORKSPACE,
+    Limits,
+    ServerSpec,
+    confined_argv,
+    hand_over,
+    server_env,
 )
 
 

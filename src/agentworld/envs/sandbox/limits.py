@@ -8,6 +8,7 @@ back to an address-space limit per process).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -109,10 +110,8 @@ class Cgroup:
     def pids(self) -> list[int]:
         out: set[int] = set()
         for d in self.dirs:
-            try:
+            with contextlib.suppress(OSError):
                 out.update(int(p) for p in (d / "cgroup.procs").read_text().split())
-            except OSError:
-                pass
         return sorted(out)
 
     def oom_kills(self) -> int:
@@ -183,10 +182,8 @@ class Cgroup:
             # Frozen, a fork bomb cannot refill the group between reading it and the kills.
             frozen = self.freeze(True)
             for pid in pids:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             if frozen:
                 self.freeze(False)
             time.sleep(0.02)
@@ -235,7 +232,6 @@ def ulimit_script(limits: Limits, *, memory: bool) -> str:
 
 
 def _write(path: Path, value: str) -> None:
-    try:
+    # A missing file is an optional knob this kernel does not have (e.g. memory.swap.max without swap).
+    with contextlib.suppress(FileNotFoundError):
         path.write_text(value)
-    except FileNotFoundError:
-        pass  # an optional knob this kernel does not have (e.g. memory.swap.max without swap)

@@ -26,6 +26,7 @@ host write.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shlex
@@ -218,10 +219,8 @@ class Sandbox:
         if self.cgroup is not None:
             self.cgroup.remove()
         for p in self._procs:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
         _unmount(self.dir)
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -329,10 +328,8 @@ class Sandbox:
         for t in readers:
             t.start()
         if input is not None:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 p.stdin.write(input.encode() if isinstance(input, str) else input)  # type: ignore[union-attr]
-            except BrokenPipeError:
-                pass
         p.stdin.close()  # type: ignore[union-attr]
         timed_out = False
         try:
@@ -434,9 +431,9 @@ def sweep_stale(base_dir: str | Path | None = None) -> int:
 
 def _unmount(folder: Path) -> None:
     for mnt in (folder / "root", folder / "layer", folder / "userns"):
-        if os.path.ismount(mnt) or (mnt.name == "userns" and str(mnt) in _mounts()):
-            if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
-                subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        mounted = os.path.ismount(mnt) or (mnt.name == "userns" and str(mnt) in _mounts())
+        if mounted and subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
 def _mounts() -> str:

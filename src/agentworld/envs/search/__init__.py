@@ -6,6 +6,5 @@ from agentworld.envs.search.index import CorpusConfig, SearchEngine, build_corpu
 from agentworld.envs.search.tasks import TEMPLATES, make_task
 from agentworld.envs.search.tools import TOOLS, SearchTools
 
-
 __all__ = ["TEMPLATES", "TOOLS", "CorpusConfig", "SearchEngine", "SearchEnv", "SearchTools", "build_corpus",
            "corpus_ready", "default_corpus_dir", "make_task"]

@@ -8,5 +8,4 @@ from agentworld.envs.swe.env import Bug, NoBugFound, SweConfig, SweEnv
 from agentworld.envs.swe.repos import REPOS, MissingSourceError, RepoSpec
 from agentworld.envs.swe.tools import TOOLS, tool_call
 
-
 __all__ = ["REPOS", "TOOLS", "Bug", "MissingSourceError", "NoBugFound", "RepoSpec", "SweConfig", "SweEnv", "tool_call"]

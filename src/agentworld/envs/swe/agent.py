@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentworld.envs.agent import AgentConfig, action_text, run_agent as run_tool_agent, text_calls
+from agentworld.envs.agent import AgentConfig, action_text, text_calls
+from agentworld.envs.agent import run_agent as run_tool_agent
 from agentworld.envs.swe.env import SweEnv
 from agentworld.envs.swe.tools import tool_call
 from agentworld.records.trajectory import Provenance, SimContext, Trajectory

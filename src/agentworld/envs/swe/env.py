@@ -19,8 +19,8 @@ from agentworld.envs.sandbox import Limits, Sandbox
 from agentworld.envs.swe import mutate, repos
 from agentworld.envs.swe.editor import Editor, SandboxFiles, ToolError
 from agentworld.envs.swe.tools import TOOLS, Bash, parse_action
-from agentworld.seeding import keyed_rng
 from agentworld.records.trajectory import SimContext
+from agentworld.seeding import keyed_rng
 
 # pytest's short summary: "FAILED tests/test_x.py::test_y[param] - AssertionError: ..."
 FAILED_RE = re.compile(r"^(?:FAILED|ERROR) (\S+?\.py(?:::.+?)?)(?: - .*)?$", re.M)

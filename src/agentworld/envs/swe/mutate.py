@@ -13,6 +13,7 @@ import ast
 import random
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 COMPARE_FLIPS = {
@@ -97,7 +98,7 @@ class _Finder(ast.NodeVisitor):
 
     def visit_Compare(self, node: ast.Compare) -> None:
         left: ast.AST = node.left
-        for op, right in zip(node.ops, node.comparators):
+        for op, right in zip(node.ops, node.comparators, strict=True):
             if type(op) in COMPARE_FLIPS:
                 old, new = COMPARE_FLIPS[type(op)]
                 self._gap_token(left, right, old, "compare", new)
@@ -112,7 +113,7 @@ class _Finder(ast.NodeVisitor):
 
     def visit_BoolOp(self, node: ast.BoolOp) -> None:
         old, new = BOOLOP_SWAPS[type(node.op)]
-        for a, b in zip(node.values, node.values[1:]):
+        for a, b in pairwise(node.values):
             self._gap_token(a, b, old, "boolop", new)
         self.generic_visit(node)
 

@@ -10,14 +10,16 @@ observations cover the tools' error messages as well as their normal output.
 from __future__ import annotations
 
 import json
+import random
 import shlex
 from collections.abc import Iterator
 
 from agentworld.envs.record import record_episode
 from agentworld.envs.swe.env import SweEnv
+from agentworld.envs.swe.mutate import Mutation
 from agentworld.envs.swe.tools import tool_call
-from agentworld.seeding import keyed_rng
 from agentworld.records.trajectory import Provenance, Trajectory
+from agentworld.seeding import keyed_rng
 
 
 def repair_actions(env: SweEnv, seed: int) -> Iterator[str]:
@@ -75,6 +77,25 @@ def repair_actions(env: SweEnv, seed: int) -> Iterator[str]:
     yield tool_call("str_replace_editor", command="view", path=path, view_range=[max(1, lo), hi])
 
     # 5. Fix it, sometimes after a rejected or undone attempt.
+    yield from _fix_actions(rng, path, lines, m)
+
+    # 6. Verify and review.
+    if repro:
+        yield tool_call("bash", command=f"cd {repo} && python3 reproduce_bug.py 2>&1 | tail -n 5 && rm reproduce_bug.py")
+    elif failing:
+        # A parametrized id can change with the fix (ids derived from values): re-run its file.
+        target = node if "[" not in failing else failing.split("::")[0]
+        yield tool_call("bash", command=f"cd {repo} && {spec.pytest(target)}")
+    yield tool_call("bash", command=f"cd {repo} && {spec.pytest()} 2>&1 | tail -n 3")
+    if rng.random() < 0.7:
+        yield tool_call("bash", command=f"cd {repo} && git diff")
+    if rng.random() < 0.3:
+        yield tool_call("bash", command=f"cd {repo} && git status --short")
+
+
+def _fix_actions(rng: random.Random, path: str, lines: list[str], m: Mutation) -> Iterator[str]:
+    """The one-line fix, after a seeded detour: an edit the tool rejects (no match, or
+    several), or a throw-away edit undone -- so the tools' error output is recorded too."""
     detour = rng.random()
     if detour < 0.2:
         yield tool_call("str_replace_editor", command="str_replace", path=path,
@@ -90,19 +111,6 @@ def repair_actions(env: SweEnv, seed: int) -> Iterator[str]:
         yield tool_call("str_replace_editor", command="undo_edit", path=path)
     old, new = _unique_edit(lines, m.line, m.original_line)
     yield tool_call("str_replace_editor", command="str_replace", path=path, old_str=old, new_str=new)
-
-    # 6. Verify and review.
-    if repro:
-        yield tool_call("bash", command=f"cd {repo} && python3 reproduce_bug.py 2>&1 | tail -n 5 && rm reproduce_bug.py")
-    elif failing:
-        # A parametrized id can change with the fix (ids derived from values): re-run its file.
-        target = node if "[" not in failing else failing.split("::")[0]
-        yield tool_call("bash", command=f"cd {repo} && {spec.pytest(target)}")
-    yield tool_call("bash", command=f"cd {repo} && {spec.pytest()} 2>&1 | tail -n 3")
-    if rng.random() < 0.7:
-        yield tool_call("bash", command=f"cd {repo} && git diff")
-    if rng.random() < 0.3:
-        yield tool_call("bash", command=f"cd {repo} && git status --short")
 
 
 def _unique_edit(lines: list[str], line: int, original: str) -> tuple[str, str]:

@@ -5,6 +5,5 @@ from agentworld.envs.terminal.keys import ActionError, Batch, action_json, parse
 from agentworld.envs.terminal.task import TerminalTask
 from agentworld.envs.terminal.tasks import TEMPLATES
 
-
 __all__ = ["TEMPLATES", "ActionError", "Batch", "TerminalConfig", "TerminalEnv", "TerminalTask", "action_json",
            "parse_action"]

@@ -12,11 +12,12 @@ import asyncio
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from agentworld.domains import get_domain
-from agentworld.envs.agent import AgentConfig as ToolAgentConfig, open_client
+from agentworld.envs.agent import AgentConfig as ToolAgentConfig
+from agentworld.envs.agent import open_client
 from agentworld.envs.record import RecordTurns, record_episode
 from agentworld.envs.terminal.env import TerminalEnv
 from agentworld.envs.terminal.keys import ActionError, parse_action
@@ -30,7 +31,7 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 def _provenance(task: TerminalTask, seed: int, agent: str) -> Provenance:
     return Provenance(source="real", environment=ENVIRONMENT, task=task.name, seed=seed, agent=agent,
-                      created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                      created_at=datetime.now(UTC).isoformat(timespec="seconds"))
 
 
 def run_scripted(env: TerminalEnv, task: TerminalTask, *, seed: int, trajectory_id: str) -> Trajectory:

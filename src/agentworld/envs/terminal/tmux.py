@@ -16,6 +16,7 @@ does not end a step.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import select
@@ -213,10 +214,8 @@ class TmuxPane:
         """Make the server collect its exited pane process (and so learn its status)."""
         pid = self.server_pid()
         if pid is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCHLD)
-            except ProcessLookupError:
-                pass
 
     def close(self) -> None:
         client, self._client = self._client, None
@@ -234,11 +233,10 @@ class TmuxPane:
             if client.stdout is not None:
                 client.stdout.close()
         if self.socket.exists():
-            try:
+            # A hung server dies with the sandbox's cgroup.
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 subprocess.run(["tmux", "-S", str(self.socket), "kill-server"], capture_output=True, env=_CLEAN_ENV,
                                timeout=5)
-            except subprocess.TimeoutExpired:
-                pass  # a hung server dies with the sandbox's cgroup
 
 
 def _trim(text: str) -> str:

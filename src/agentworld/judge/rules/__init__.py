@@ -38,7 +38,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentworld.records.verdict import Judgement
 from agentworld.judge.rules import android, mcp, os, search, swe, terminal, web
 from agentworld.judge.rules._common import (
     DomainRules,
@@ -49,6 +48,7 @@ from agentworld.judge.rules._common import (
     token_f1,
     unit_recall,
 )
+from agentworld.records.verdict import Judgement
 
 if TYPE_CHECKING:
     from agentworld.records.bench import BenchSample

@@ -88,9 +88,9 @@ class McpRules(DomainRules):
         out = super().contradictions(pred, sample)
         t, p = parse_json(sample.ground_truth), parse_json(pred)
         # A call the server rejects must not be reported as a success, and vice versa.
-        if isinstance(t, dict) and isinstance(p, dict) and "isError" in t and "isError" in p:
-            if bool(t["isError"]) != bool(p["isError"]):
-                out.append(f"isError {p['isError']} but the call {'fails' if t['isError'] else 'succeeds'}")
+        if (isinstance(t, dict) and isinstance(p, dict) and "isError" in t and "isError" in p
+                and bool(t["isError"]) != bool(p["isError"])):
+            out.append(f"isError {p['isError']} but the call {'fails' if t['isError'] else 'succeeds'}")
         return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -25,7 +26,7 @@ class SweRules(DomainRules):
         if not p:
             return 0.25 * shape, {"file_view": True, "numbered": 0}
         nums = sorted(p)
-        consecutive = all(b == a + 1 for a, b in zip(nums, nums[1:]))
+        consecutive = all(b == a + 1 for a, b in itertools.pairwise(nums))
         overlap = len(set(t) & set(p)) / len(set(t) | set(p))
         frac = 0.3 * float(consecutive) + 0.4 * overlap + 0.3 * shape
         return frac, {"consecutive": consecutive, "line_numbers": round(overlap, 3), "shape": round(shape, 3)}

@@ -37,7 +37,7 @@ class SearchLedger(LedgerRules):
             key = str(args.get("key"))
             if key in state.memory and state.memory[key] not in observation:
                 return [Conflict(kind="memory", key=key, expected=state.memory[key])]
-        if name == "web_extractor" and (url := args.get("url")) in state.pages:
-            if _overlap(state.pages[url], observation[:4000]) < self.page_agreement:
-                return [Conflict(kind="page", key=url, expected=state.pages[url][:200], detail="differs from the earlier extraction")]
+        if (name == "web_extractor" and (url := args.get("url")) in state.pages
+                and _overlap(state.pages[url], observation[:4000]) < self.page_agreement):
+            return [Conflict(kind="page", key=url, expected=state.pages[url][:200], detail="differs from the earlier extraction")]
         return []

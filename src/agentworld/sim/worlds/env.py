@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from agentworld.envs.base import Env, Reset, Step
+from agentworld.records.trajectory import SimContext
 from agentworld.sim.ledger import Conflict, parse_tool_call
 from agentworld.sim.scenario import Scenario
 from agentworld.sim.worlds.build import Question, load_questions, questions_path
 from agentworld.sim.worlds.pages import FictionalWorld
-from agentworld.records.trajectory import SimContext
 
 TOOLS: list[dict[str, Any]] = [
     {"name": "web_search", "description": "Search the web.",

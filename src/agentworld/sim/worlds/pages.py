@@ -215,4 +215,4 @@ class _Index:
         if not tokens.vocab:
             return []
         hits, scores = self.retriever.retrieve(tokens, k=min(k, len(self.pages)), show_progress=False)
-        return [self.pages[int(i)] for i, s in zip(hits[0], scores[0]) if s > 0]
+        return [self.pages[int(i)] for i, s in zip(hits[0], scores[0], strict=True) if s > 0]

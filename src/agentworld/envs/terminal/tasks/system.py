@@ -106,14 +106,14 @@ def background_jobs(rng: random.Random) -> T:
     n = rng.randrange(20, 60)
     return T("background-jobs", "Start a long job in the background, check on it, then stop it.",
              category="processes", actions=[
-                 cmd(f"sleep {n} &"), cmd("jobs -l"), cmd(f"(sleep 1; echo worker done) &"),
+                 cmd(f"sleep {n} &"), cmd("jobs -l"), cmd("(sleep 1; echo worker done) &"),
                  keys(("", 1.5)), cmd("kill %1"), cmd("jobs"), cmd("wait; echo all finished")])
 
 
 @add("ps-kill", "processes")
 def ps_kill(rng: random.Random) -> T:
     svc = rng.choice(SERVICES)
-    script = f"#!/bin/bash\nwhile true; do sleep 1; done\n"
+    script = "#!/bin/bash\nwhile true; do sleep 1; done\n"
     return T("ps-kill", f"A runaway {svc}-worker process is running; find it and kill it.",
              files={f"{svc}-worker": script}, modes={f"{svc}-worker": 0o755}, category="processes", actions=[
                  cmd(f"nohup ./{svc}-worker > /dev/null 2>&1 &"), cmd("ps aux | grep -v grep | grep worker"),
