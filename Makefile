@@ -1,4 +1,4 @@
-.PHONY: setup demo test test-fast
+.PHONY: setup demo test test-fast lint
 
 setup:
 	bash scripts/setup.sh
@@ -13,3 +13,7 @@ test: setup
 
 test-fast:
 	python3 -m pytest -q -m "not slow"
+
+# Imports, pyflakes, bugbear and complexity (configured in pyproject.toml).
+lint:
+	python3 -m ruff check src tests benchmarks scripts examples
