@@ -1,3 +1,5 @@
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -18,12 +20,16 @@ def awbench_dir() -> Path:
 
 
 @pytest.fixture
-def sandbox_tmp(tmp_path: Path) -> Path:
-    """A private temp folder that sandboxes may live under: the sandbox's unprivileged uid
-    must be able to walk down to it (o+x on pytest's 0700 folders)."""
-    for d in (tmp_path, *tmp_path.parents[:2]):
-        d.chmod(0o711)
-    return tmp_path
+def sandbox_tmp() -> Iterator[Path]:
+    """A private temp folder that sandboxes may live under. The sandbox's unprivileged uid
+    must walk down to it, so it sits directly in the system temp folder (pytest's own
+    folders are 0700, and pytest resets them whenever a session starts)."""
+    folder = Path(tempfile.mkdtemp(prefix="aw-test-"))
+    folder.chmod(0o711)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
