@@ -220,24 +220,21 @@ def build(
     from rich.markup import escape
 
     from agentworld.config import ConfigError, parse_overrides
+    from agentworld.data.builds import build_dataset, load_build_config
     from agentworld.data.config import BUILDERS
     from agentworld.data.resume import ConfigChanged
     from agentworld.data.source import LeakageError
 
-    cls = BUILDERS[kind.value]
     flags = {"inputs": inputs or None, "output_dir": output_dir}
-    if config_file is not None and not config_file.exists():
-        raise fail(f"no such config file: {config_file}", f"start from configs/data/{kind.value}.yaml")
     try:
         overrides = {**parse_overrides([*(set_ or []), *(pairs or [])]), **{k: v for k, v in flags.items() if v is not None}}
-        config = cls.from_yaml(config_file, overrides) if config_file is not None else cls.from_overrides(overrides)
+        config = load_build_config(kind.value, config_file, overrides)
+    except FileNotFoundError as exc:
+        raise fail(str(exc), f"start from configs/data/{kind.value}.yaml") from None
     except ConfigError as exc:
-        raise fail(escape(str(exc)), f"{kind.value} config keys: {', '.join(cls.field_help())}") from None
+        raise fail(escape(str(exc)), f"{kind.value} config keys: {', '.join(BUILDERS[kind.value].field_help())}") from None
     if not config.inputs:
         raise fail("no input trajectories", "set inputs: in the config or pass --input FILE")
-    import agentworld.data
-
-    builder = getattr(agentworld.data, f"build_{kind.value}")
     try:
         with progress() as bar:
             tasks: dict[str, object] = {}
@@ -250,7 +247,7 @@ def build(
                 if advance:
                     bar.advance(tasks[stage], advance)
 
-            report = builder(config, progress=tick, restart=restart)
+            report = build_dataset(kind.value, config, progress=tick, restart=restart)
     except ConfigChanged as exc:
         raise fail(str(exc), "pass --restart to start over, or choose another --out") from None
     except LeakageError as exc:
