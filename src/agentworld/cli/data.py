@@ -12,27 +12,14 @@ from rich.table import Table
 
 from agentworld.cli._common import console, fail, out, progress, report_line_errors
 from agentworld.jsonl import JsonlError
-from agentworld.records.bench import reencode_bench_dir, write_bench_dir
-from agentworld.records.select import TurnPolicy, trajectories_to_samples
-from agentworld.records.trajectory import Trajectory, write_trajectories
+from agentworld.records.bench import reencode_bench_dir
+from agentworld.records.select import TurnPolicy
+from agentworld.records.trajectory import write_trajectories
 
 if TYPE_CHECKING:  # the data package loads numpy: imported in the commands that need it
     from agentworld.data.stats import DomainSize, MaskRow
 
 app = typer.Typer(help="Convert trajectories to benchmark samples, inspect datasets, build training sets.", no_args_is_help=True)
-
-
-def _load_trajectories(paths: list[Path], strict: bool) -> list[Trajectory]:
-    from agentworld.data.stats import read_trajectory_files
-
-    try:
-        loaded = read_trajectory_files(paths, strict=strict)
-    except FileNotFoundError as exc:
-        raise fail(str(exc)) from None
-    except JsonlError as exc:
-        raise fail(str(exc), "fix the lines above or drop --strict to skip them") from None
-    report_line_errors(loaded.errors)
-    return loaded.items
 
 
 @app.command()
@@ -45,13 +32,19 @@ def convert(
     strict: Annotated[bool, typer.Option(help="Stop at the first bad line instead of skipping it.")] = False,
 ) -> None:
     """Turn trajectories into AgentWorldBench samples (one file per domain)."""
-    trajs = _load_trajectories(inputs, strict)
-    if not trajs:
+    from agentworld.bench.convert import convert_trajectories
+
+    try:
+        res = convert_trajectories(inputs, out_dir, policy=policy, fraction=fraction, seed=seed, strict=strict)
+    except FileNotFoundError as exc:
+        raise fail(str(exc)) from None
+    except JsonlError as exc:
+        raise fail(str(exc), "fix the lines above or drop --strict to skip them") from None
+    report_line_errors(res.errors)
+    if not res.trajectories:
         raise fail("no valid trajectories in the input")
-    samples = list(trajectories_to_samples(trajs, policy=policy, fraction=fraction, seed=seed))
-    counts = write_bench_dir(out_dir, samples)
-    for domain, n in counts.items():
-        out.print(f"{out_dir / f'{domain}_test.jsonl'}: {n} samples")
+    for domain, n in res.samples.items():
+        out.print(f"{res.path(domain)}: {n} samples")
 
 
 @app.command()

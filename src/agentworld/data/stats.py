@@ -10,28 +10,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from agentworld.jsonl import LineError, Loaded
-from agentworld.records.trajectory import Trajectory, read_trajectories
+from agentworld.jsonl import LineError
+from agentworld.records.trajectory import Trajectory
 
 
 def estimate_tokens(text: str) -> int:
     """About four characters per token for English text and code with BPE tokenizers; an
     estimate for sizing datasets, not an exact count."""
     return (len(text) + 3) // 4
-
-
-def read_trajectory_files(paths: Sequence[Path], *, strict: bool = False) -> Loaded[Trajectory]:
-    """The trajectories of every file in ``paths``, with the bad lines skipped (reported in
-    ``errors``), or with ``strict`` a :class:`~agentworld.jsonl.JsonlError` at the first."""
-    loaded: Loaded[Trajectory] = Loaded()
-    for p in paths:
-        if not p.exists():
-            raise FileNotFoundError(f"no such file: {p}")
-        part = read_trajectories(p, strict=strict)
-        loaded.items += part.items
-        loaded.lines += part.lines
-        loaded.errors += part.errors
-    return loaded
 
 
 @dataclass
@@ -82,15 +68,17 @@ def dataset_stats(path: Path) -> DatasetStats:
         return DatasetStats("samples", dict(sorted(rows.items())), bench.errors)
     if not path.exists():
         raise FileNotFoundError(f"no such file or directory: {path}")
-    loaded = read_trajectory_files([path])
-    for t in loaded.items:
+    from agentworld.data.source import load_inputs
+
+    trajs, errors = load_inputs([str(path)])
+    for t in trajs:
         r = rows[t.domain]
         r.items += 1
         r.turns += len(t.turns)
         r.action_tokens += sum(estimate_tokens(x.action) for x in t.turns)
         r.obs_tokens += sum(estimate_tokens(x.observation) for x in t.turns)
         r.system_tokens += estimate_tokens(" ".join(filter(None, [t.task_description, t.initial_state, t.demonstrations])))
-    return DatasetStats("trajectories", dict(sorted(rows.items())), loaded.errors)
+    return DatasetStats("trajectories", dict(sorted(rows.items())), errors)
 
 
 @dataclass
