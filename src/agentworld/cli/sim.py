@@ -12,9 +12,9 @@ from rich.table import Table
 from agentworld.cli._backend import BackendOpt, OptsOpt, backend_spec, open_backend, with_defaults
 from agentworld.cli._common import console, fail, out
 
-app = typer.Typer(help="Serve a world model as an environment (Gym-style, HTTP/WebSocket, MCP).", no_args_is_help=True)
 T = TypeVar("T")
 
+app = typer.Typer(help="Serve a world model as an environment (Gym-style, HTTP/WebSocket, MCP).", no_args_is_help=True)
 world_app = typer.Typer(help="Fictional worlds for search: build a world database and its questions.", no_args_is_help=True)
 app.add_typer(world_app, name="world")
 
