@@ -147,6 +147,7 @@ def judge(
 ) -> None:
     """Judge stored predictions with the rule scorer and/or LLM judges (resumable)."""
     from agentworld.bench.infer import load_predictions
+    from agentworld.bench.judges import JudgeNameClash, distinct_judge_names
     from agentworld.bench.judging import run_judging
     from agentworld.judge import RuleScorer
     from agentworld.judge.llm import LLMJudge
@@ -175,7 +176,10 @@ def judge(
             continue
         wm = WorldModel(open_backend(spec), cache=open_cache(cache, cache_mode), concurrency=concurrency)
         scorers.append(LLMJudge(wm, name=spec.label, retries=retries, config=judge_config, prompts=prompts))
-    _distinct_judge_names(scorers)
+    try:
+        distinct_judge_names(scorers)
+    except JudgeNameClash as exc:
+        raise fail(str(exc), "name them: --judge A=openai:MODEL@URL --judge B=openai:MODEL@URL") from None
     with progress(TextColumn("{task.fields[stats]}")) as bar:
         task = bar.add_task("judge", total=None, stats="")
 
@@ -210,19 +214,6 @@ def _judge_prompts(folder: Path):
     if prompts.missing:
         console.print(f"[yellow]no {JUDGE_PROMPT_FILE} for {', '.join(prompts.missing)}: the built-in judge prompt is used there[/]")
     return prompts
-
-
-def _distinct_judge_names(scorers: list[Any]) -> None:
-    """Judges with one default name (same model, different endpoints) get the endpoint
-    added, so their verdicts and scores stay apart; a clash left after that is an error."""
-    names = [s.name for s in scorers]
-    for s in scorers:
-        url = getattr(s.wm.backend, "base_url", None) if hasattr(s, "wm") else None
-        if names.count(s.name) > 1 and url:
-            s.name = f"{s.name}@{url}"
-    names = [s.name for s in scorers]
-    if dup := next((n for n in names if names.count(n) > 1), None):
-        raise fail(f"two judges are named {dup!r}", "name them: --judge A=openai:MODEL@URL --judge B=openai:MODEL@URL")
 
 
 def _price(pairs: list[str] | None) -> dict[str, tuple[float, float]]:

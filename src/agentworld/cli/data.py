@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -13,25 +12,14 @@ from rich.table import Table
 
 from agentworld.cli._common import console, fail, out, progress, report_line_errors
 from agentworld.jsonl import JsonlError
-from agentworld.records.bench import load_bench_dir, reencode_bench_dir, write_bench_dir
-from agentworld.records.select import TurnPolicy, trajectories_to_samples
-from agentworld.records.trajectory import Trajectory, read_trajectories, write_trajectories
+from agentworld.records.bench import reencode_bench_dir
+from agentworld.records.select import TurnPolicy
+from agentworld.records.trajectory import write_trajectories
+
+if TYPE_CHECKING:  # the data package loads numpy: imported in the commands that need it
+    from agentworld.data.stats import DomainSize, MaskRow
 
 app = typer.Typer(help="Convert trajectories to benchmark samples, inspect datasets, build training sets.", no_args_is_help=True)
-
-
-def _load_trajectories(paths: list[Path], strict: bool) -> list[Trajectory]:
-    trajs: list[Trajectory] = []
-    for p in paths:
-        if not p.exists():
-            raise fail(f"no such file: {p}")
-        try:
-            loaded = read_trajectories(p, strict=strict)
-        except JsonlError as exc:
-            raise fail(str(exc), "fix the lines above or drop --strict to skip them") from None
-        report_line_errors(loaded.errors)
-        trajs.extend(loaded.items)
-    return trajs
 
 
 @app.command()
@@ -44,13 +32,19 @@ def convert(
     strict: Annotated[bool, typer.Option(help="Stop at the first bad line instead of skipping it.")] = False,
 ) -> None:
     """Turn trajectories into AgentWorldBench samples (one file per domain)."""
-    trajs = _load_trajectories(inputs, strict)
-    if not trajs:
+    from agentworld.bench.convert import convert_trajectories
+
+    try:
+        res = convert_trajectories(inputs, out_dir, policy=policy, fraction=fraction, seed=seed, strict=strict)
+    except FileNotFoundError as exc:
+        raise fail(str(exc)) from None
+    except JsonlError as exc:
+        raise fail(str(exc), "fix the lines above or drop --strict to skip them") from None
+    report_line_errors(res.errors)
+    if not res.trajectories:
         raise fail("no valid trajectories in the input")
-    samples = list(trajectories_to_samples(trajs, policy=policy, fraction=fraction, seed=seed))
-    counts = write_bench_dir(out_dir, samples)
-    for domain, n in counts.items():
-        out.print(f"{out_dir / f'{domain}_test.jsonl'}: {n} samples")
+    for domain, n in res.samples.items():
+        out.print(f"{res.path(domain)}: {n} samples")
 
 
 @app.command()
@@ -102,66 +96,31 @@ def split_cmd(
               f"{len(sel.files)} files ({sel.other_split} on the other side{excluded})")
 
 
-def _tokens(text: str) -> int:
-    # About four characters per token for English text and code with BPE tokenizers;
-    # an estimate for sizing datasets, not an exact count.
-    return (len(text) + 3) // 4
-
-
 @app.command()
 def stats(
     path: Annotated[Path, typer.Argument(help="A trajectory JSONL file or a benchmark directory.")],
 ) -> None:
     """Per-domain counts, turns and token estimates of trajectories or benchmark samples."""
-    rows: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    if path.is_dir():
-        bench = load_bench_dir(path)
-        report_line_errors(bench.errors)
-        for s in bench.samples:
-            r = rows[s.domain]
-            r["items"] += 1
-            r["turns"] += s.turn_idx
-            r["action_tokens"] += sum(_tokens(a) for a, _ in s.history()) + _tokens(s.action)
-            r["obs_tokens"] += sum(_tokens(o) for _, o in s.history()) + _tokens(s.ground_truth)
-            r["system_tokens"] += _tokens(s.system_str)
-        kind = "samples"
-    elif path.exists():
-        for t in _load_trajectories([path], strict=False):
-            r = rows[t.domain]
-            r["items"] += 1
-            r["turns"] += len(t.turns)
-            r["action_tokens"] += sum(_tokens(x.action) for x in t.turns)
-            r["obs_tokens"] += sum(_tokens(x.observation) for x in t.turns)
-            r["system_tokens"] += _tokens(
-                " ".join(filter(None, [t.task_description, t.initial_state, t.demonstrations]))
-            )
-        kind = "trajectories"
-    else:
-        raise fail(f"no such file or directory: {path}")
-    table = Table(title=f"{path} ({kind})")
-    for col in ("domain", kind, "turns", "turns/item", "action tok", "obs tok", "system tok"):
+    from agentworld.data.stats import dataset_stats
+
+    try:
+        st = dataset_stats(path)
+    except FileNotFoundError as exc:
+        raise fail(str(exc)) from None
+    report_line_errors(st.errors)
+    table = Table(title=f"{path} ({st.kind})")
+    for col in ("domain", st.kind, "turns", "turns/item", "action tok", "obs tok", "system tok"):
         table.add_column(col, justify="left" if col == "domain" else "right")
-    total: dict[str, int] = defaultdict(int)
-    for domain in sorted(rows):
-        r = rows[domain]
-        for k, v in r.items():
-            total[k] += v
+    for domain, r in st.per_domain.items():
         table.add_row(domain, *_fmt(r))
-    if len(rows) > 1:
-        table.add_row("[bold]all", *_fmt(total))
+    if len(st.per_domain) > 1:
+        table.add_row("[bold]all", *_fmt(st.total))
     out.print(table)
 
 
-def _fmt(r: dict[str, int]) -> list[str]:
-    items = r["items"] or 1
-    return [
-        str(r["items"]),
-        str(r["turns"]),
-        f"{r['turns'] / items:.1f}",
-        f"{r['action_tokens']:,}",
-        f"{r['obs_tokens']:,}",
-        f"{r['system_tokens']:,}",
-    ]
+def _fmt(r: DomainSize) -> list[str]:
+    return [str(r.items), str(r.turns), f"{r.turns_per_item:.1f}", f"{r.action_tokens:,}", f"{r.obs_tokens:,}",
+            f"{r.system_tokens:,}"]
 
 
 # -- training data ---------------------------------------------------------------
@@ -173,9 +132,9 @@ def mask_stats(
     filters: Annotated[bool, typer.Option("--filters/--no-filters", help="Apply the trajectory filters first.")] = True,
 ) -> None:
     """Turn-level loss masking: category distribution per domain and share of loss tokens kept."""
-    from agentworld.data.filters import FilterReport, filter_trajectories, loss_skipped
-    from agentworld.data.masking import Category, mask_turns, trajectory_turn_keys
+    from agentworld.data.filters import FilterReport, filter_trajectories
     from agentworld.data.source import load_inputs
+    from agentworld.data.stats import mask_stats
 
     try:
         trajs, errors = load_inputs([str(p) for p in inputs])
@@ -189,23 +148,7 @@ def mask_stats(
     n = sum(len(t.turns) for t in trajs)
     with progress() as bar:
         task = bar.add_task("masking turns", total=n)
-        batch = mask_turns(
-            trajectory_turn_keys(trajs), seed=seed, workers=workers, total=n, on_chunk=lambda k: bar.advance(task, k)
-        )
-    rows: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    pos = 0
-    cats, keep, obs = batch.category.tolist(), batch.keep.tolist(), batch.obs_chars.tolist()
-    for t in trajs:
-        r = rows[t.domain]
-        for turn in t.turns:
-            tokens = (obs[pos] + 3) // 4
-            r["turns"] += 1
-            r[Category(cats[pos]).name] += 1
-            r["tokens"] += tokens
-            if keep[pos] and not loss_skipped(turn):
-                r["kept_turns"] += 1
-                r["kept_tokens"] += tokens
-            pos += 1
+        st = mask_stats(trajs, seed=seed, workers=workers, on_chunk=lambda k: bar.advance(task, k))
     table = Table(
         title=f"turn-level loss masking ({n:,} turns, seed {seed})",
         box=box.SIMPLE_HEAD,
@@ -215,13 +158,10 @@ def mask_stats(
     table.add_column("domain", min_width=8)
     for col in ("turns", *_SHORT.values(), "kept", "loss"):
         table.add_column(col, justify="right", min_width=len(col))
-    total: dict[str, float] = defaultdict(float)
-    for domain in sorted(rows):
-        for k, v in rows[domain].items():
-            total[k] += v
-        table.add_row(domain, *_mask_cells(rows[domain]))
-    if len(rows) > 1:
-        table.add_row("[bold]all", *_mask_cells(total))
+    for domain, r in st.per_domain.items():
+        table.add_row(domain, *_mask_cells(r))
+    if len(st.per_domain) > 1:
+        table.add_row("[bold]all", *_mask_cells(st.total))
     out.print(table)
     out.print(
         "% of turns per category (echo, boilerplate, expansion, retrieval, action, transform, other) "
@@ -240,14 +180,14 @@ _SHORT = {
 }
 
 
-def _mask_cells(r: dict[str, float]) -> list[str]:
+def _mask_cells(r: MaskRow) -> list[str]:
     from agentworld.data.masking import Category
 
-    turns = r["turns"] or 1
-    cells = [f"{int(r['turns']):,}"]
-    cells += [f"{100 * r[c.name] / turns:.1f}" for c in Category]
-    cells.append(f"{100 * r['kept_turns'] / turns:.1f}")
-    cells.append(f"{100 * r['kept_tokens'] / (r['tokens'] or 1):.1f}")
+    turns = r.turns or 1
+    cells = [f"{r.turns:,}"]
+    cells += [f"{100 * r.categories.get(c.name, 0) / turns:.1f}" for c in Category]
+    cells.append(f"{100 * r.kept_turns / turns:.1f}")
+    cells.append(f"{100 * r.kept_tokens / (r.tokens or 1):.1f}")
     return cells
 
 
@@ -273,22 +213,21 @@ def build(
     from rich.markup import escape
 
     from agentworld.config import ConfigError, parse_overrides
+    from agentworld.data.builds import build_dataset, load_build_config
     from agentworld.data.config import BUILDERS
     from agentworld.data.resume import ConfigChanged
     from agentworld.data.source import LeakageError
 
-    cls = BUILDERS[kind.value]
     flags = {"inputs": inputs or None, "output_dir": output_dir}
-    if config_file is not None and not config_file.exists():
-        raise fail(f"no such config file: {config_file}", f"start from configs/data/{kind.value}.yaml")
     try:
         overrides = {**parse_overrides([*(set_ or []), *(pairs or [])]), **{k: v for k, v in flags.items() if v is not None}}
-        config = cls.from_yaml(config_file, overrides) if config_file is not None else cls.from_overrides(overrides)
+        config = load_build_config(kind.value, config_file, overrides)
+    except FileNotFoundError as exc:
+        raise fail(str(exc), f"start from configs/data/{kind.value}.yaml") from None
     except ConfigError as exc:
-        raise fail(escape(str(exc)), f"{kind.value} config keys: {', '.join(cls.field_help())}") from None
+        raise fail(escape(str(exc)), f"{kind.value} config keys: {', '.join(BUILDERS[kind.value].field_help())}") from None
     if not config.inputs:
         raise fail("no input trajectories", "set inputs: in the config or pass --input FILE")
-    builder = _builder(kind)
     try:
         with progress() as bar:
             tasks: dict[str, object] = {}
@@ -301,7 +240,7 @@ def build(
                 if advance:
                     bar.advance(tasks[stage], advance)
 
-            report = builder(config, progress=tick, restart=restart)
+            report = build_dataset(kind.value, config, progress=tick, restart=restart)
     except ConfigChanged as exc:
         raise fail(str(exc), "pass --restart to start over, or choose another --out") from None
     except LeakageError as exc:
@@ -313,35 +252,16 @@ def build(
     _print_build_report(kind, report.to_dict())
 
 
-def _builder(kind: BuildKind):
-    if kind is BuildKind.cpt:
-        from agentworld.data.cpt import build_cpt
-
-        return build_cpt
-    if kind is BuildKind.sft:
-        from agentworld.data.sft import build_sft
-
-        return build_sft
-    from agentworld.data.rl import build_rl
-
-    return build_rl
-
-
-_REPORT_ORDER = ("trajectories", "queries", "rollouts", "valid", "passed", "kept", "retention", "samples", "with_verifier")
-
-
 def _print_build_report(kind: BuildKind, rep: dict) -> None:
+    from agentworld.data.stats import dropped_counts, report_metrics
+
     prep = rep["prepared"]
     for line in prep.get("bad_lines", [])[:10]:
         console.print(f"[yellow]skipped[/] {line}")
     out.print(f"trajectories: {prep['train_trajectories']} train, {prep['test_trajectories']} held out")
-    dropped = defaultdict(int)
-    for counts in prep["filters"].values():
-        for k, v in counts.items():
-            if k.startswith(("dropped_", "turns_removed_", "turns_loss_skipped")):
-                dropped[k] += v
+    dropped = dropped_counts(prep["filters"])
     if dropped:
-        out.print("filters: " + ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())))
+        out.print("filters: " + ", ".join(f"{k} {v}" for k, v in dropped.items()))
     if kind is BuildKind.cpt:
         out.print(
             f"samples {rep['samples']} ({rep['knowledge_samples']} knowledge), rows {rep['rows']}, "
@@ -351,8 +271,7 @@ def _print_build_report(kind: BuildKind, rep: dict) -> None:
         # Metrics as rows, domains as columns: seven domains fit a terminal, twelve metrics do not.
         table = Table(title=f"{kind.value} per domain", box=box.SIMPLE_HEAD)
         per = rep["per_domain"]
-        present = {k for c in per.values() for k in c}
-        metrics = [k for k in _REPORT_ORDER if k in present] + sorted(present - set(_REPORT_ORDER))
+        metrics = report_metrics(per)
         table.add_column("")
         for d in per:
             table.add_column(d, justify="right")

@@ -123,10 +123,11 @@ async def _interactive(env: Any, first: str | None, show_reasoning: bool) -> Non
     """Type actions into a SimEnv. A failed prediction is shown and dropped (the session
     goes on); ``:undo`` restores the snapshot taken before the last step."""
     from agentworld.models import CacheMiss
+    from agentworld.sim.interactive import UndoableSession
 
+    session = UndoableSession(env)
     console.print(f"[bold]{env.domain}[/] session with {env.wm.model_id}; {env.turn} turns of history.")
     console.print(f"[dim]{HELP}[/]")
-    undo: list[Any] = []
     pending = first
     while True:
         if pending is None:
@@ -140,8 +141,7 @@ async def _interactive(env: Any, first: str | None, show_reasoning: bool) -> Non
         if line in (":q", ":quit", ":exit"):
             return
         if line == ":undo":
-            if undo:
-                env.restore(undo.pop())
+            if session.undo():
                 console.print("[dim]dropped the last turn[/]")
             else:
                 console.print("[dim]nothing to undo[/]")
@@ -154,26 +154,21 @@ async def _interactive(env: Any, first: str | None, show_reasoning: bool) -> Non
             if not target:
                 console.print("[yellow]usage:[/] :save FILE")
                 continue
-            _save(env, target)
+            session.save(target)
             console.print(f"[green]saved[/] {env.turn} turns to {target}")
         elif line.startswith(":"):
             console.print(f"[yellow]unknown command[/] {line}; {HELP}")
         else:
-            before = env.snapshot()
             try:
-                res = await env.astep(line)
+                played = await session.step(line)  # a failed prediction never joins the history
             except CacheMiss as exc:
                 console.print(f"[bold red]call failed:[/] {exc}")
                 continue
-            _show_turn(env, res, show_reasoning)
-            if res.info["error"]:
-                env.restore(before)  # a failed prediction never joins the history
-            else:
-                undo.append(before)
+            _show_turn(env, played, show_reasoning)
 
 
-def _show_turn(env: Any, res: Any, show_reasoning: bool) -> None:
-    turn = env.state.turns[-1]
+def _show_turn(env: Any, played: Any, show_reasoning: bool) -> None:
+    turn, res = played.turn, played.step
     if turn.error and turn.raw is None:
         console.print(f"[bold red]call failed:[/] {turn.error}")
         return
@@ -185,18 +180,6 @@ def _show_turn(env: Any, res: Any, show_reasoning: bool) -> None:
     else:
         out.print(res.observation, markup=False, highlight=False)
     console.print(f"[dim]{env.wm.model_id}: {turn.latency_s:.2f}s{', cached' if res.info['cached'] else ''}[/]")
-
-
-def _save(env: Any, target: str) -> None:
-    """Append the session as a trajectory: a person was the agent, and the exact system
-    prompt is kept (``system_str``) so the session can be replayed as it ran."""
-    from agentworld.jsonl import JsonlAppender
-    from agentworld.records.trajectory import Trajectory
-
-    data = env.record(trajectory_id="session").model_dump(mode="json")
-    data["provenance"]["agent"] = "human"
-    with JsonlAppender(target) as fh:
-        fh.append(Trajectory.model_validate({**data, "system_str": env.scenario.system_prompt()}))
 
 
 def serve(

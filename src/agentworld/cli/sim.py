@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
 from rich.table import Table
 
 from agentworld.cli._backend import BackendOpt, OptsOpt, backend_spec, open_backend, with_defaults
 from agentworld.cli._common import console, fail, out
+
+T = TypeVar("T")
 
 app = typer.Typer(help="Serve a world model as an environment (Gym-style, HTTP/WebSocket, MCP).", no_args_is_help=True)
 world_app = typer.Typer(help="Fictional worlds for search: build a world database and its questions.", no_args_is_help=True)
@@ -50,61 +51,26 @@ def _world_model(model_spec, cache, cache_mode, *, domain: str | None, concurren
     return WorldModel(be, cache=rc, concurrency=concurrency)
 
 
-def _world(world: Path | None, question: str | None):
-    if world is None:
-        return None, None
-    from agentworld.sim.worlds import FictionalWorld
+def _checked(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)``, its :class:`SetupError` (a user mistake) shown as a clean error."""
+    from agentworld.sim.inputs import SetupError
 
     try:
-        w = FictionalWorld.load(world)
-    except FileNotFoundError as exc:
-        raise fail(str(exc), "build one with: agentworld sim world build --out world.sqlite") from None
-    q = next((x for x in _questions(world) if question in (None, x.id)), None)
-    if q is None:
-        from agentworld.sim.worlds import questions_path
-
-        raise fail(f"no question {question!r} in {questions_path(world)}", "list them with: agentworld sim world show")
-    return w, q
+        return fn(*args, **kwargs)
+    except SetupError as exc:
+        raise fail(str(exc), exc.hint) from None
 
 
-def _questions(world: Path):
-    from agentworld.sim.worlds import load_questions
+def _setup(**sources: Any):
+    from agentworld.sim.inputs import load_scenario_setup
 
-    try:
-        return load_questions(world)
-    except FileNotFoundError as exc:
-        raise fail(str(exc), "agentworld sim world build writes it next to the database") from None
-
-
-def _scenario_and_checks(scenario, trajectory, record_id, tools, world, question):
-    from agentworld.sim import Scenario
-    from agentworld.sim.loading import InputError, load_scenario, load_tools, load_trajectory
-    from agentworld.sim.worlds import world_check, world_scenario
-
-    try:
-        w, q = _world(world, question)
-        if w is not None:
-            return world_scenario(w, q), [world_check(w)]
-        if scenario is not None:
-            return load_scenario(scenario), []
-        if trajectory is not None:
-            return Scenario.from_trajectory(load_trajectory(trajectory, record_id)), []
-        if tools is not None:
-            return Scenario(id=tools.stem, domain="mcp", tools=load_tools(tools)), []
-    except InputError as exc:
-        raise fail(str(exc), "check the file, or see agentworld sim --help") from None
-    raise fail("no scenario given", "pass --scenario, --trajectory, --tools or --world")
+    return _checked(load_scenario_setup, **sources)
 
 
 def _perturbations(path: Path | None):
-    if path is None:
-        return None
-    from agentworld.sim import PerturbationSpec
+    from agentworld.sim.inputs import load_perturbations
 
-    try:
-        return PerturbationSpec.load(path)
-    except (OSError, ValueError) as exc:
-        raise fail(str(exc), "see configs/perturbations/ for examples") from None
+    return _checked(load_perturbations, path)
 
 
 def _gen(temperature, max_tokens):
@@ -134,7 +100,8 @@ def serve(
     from agentworld.sim.server import create_app
     from agentworld.sim.sessions import Limits, SessionManager
 
-    sc, _ = _scenario_and_checks(scenario, trajectory, record_id, tools, world, question)
+    sc = _setup(scenario=scenario, trajectory=trajectory, record_id=record_id, tools=tools, world=world,
+                question=question).scenario
     spec = _perturbations(perturbations)
     wm = _world_model(model_spec, cache, cache_mode, domain=sc.domain, concurrency=concurrency)
     limits = Limits(max_sessions=max_sessions, max_inflight=max_inflight, max_waiting=max_waiting)
@@ -174,8 +141,9 @@ def mcp(
     from agentworld import serving
     from agentworld.sim import SimEnv
     from agentworld.sim.mcp_facade import SimulatedToolServer
+    from agentworld.sim.serve import serve_stdio, trajectory_appender
 
-    sc, _ = _scenario_and_checks(scenario, trajectory, record_id, tools, None, None)
+    sc = _setup(scenario=scenario, trajectory=trajectory, record_id=record_id, tools=tools).scenario
     spec = _perturbations(perturbations)
     if transport not in ("stdio", "http"):
         raise fail(f"unknown transport {transport!r}", "use stdio or http")
@@ -186,52 +154,17 @@ def mcp(
     try:
         facade = SimulatedToolServer(SimEnv(wm, sc, perturbations=spec, resample=resample), seed=seed,
                                      history_turns=max_history, max_clients=max_clients,
-                                     on_finish=_appender(record) if record is not None else None)
+                                     on_finish=trajectory_appender(record) if record is not None else None)
     except ValueError as exc:
         raise fail(str(exc), "pass --tools, or a --trajectory that declares tools") from None
     if facade.unchecked:
         console.print(f"[yellow]arguments of {', '.join(facade.unchecked)} are not checked: their inputSchema is not valid JSON Schema[/]")
     if transport == "stdio":
-        _run_stdio(facade)
+        serve_stdio(facade)
     else:
         console.print(f"MCP (streamable HTTP) on http://{host}:{port}/mcp with {len(facade.tools)} simulated tools")
         serving.run(serving.guarded(facade.http_app(host=host), policy), host=host, port=port, policy=policy,
                     on_exit=facade.close_all)
-
-
-def _appender(path: Path):
-    from agentworld.jsonl import JsonlAppender
-
-    def append(traj) -> None:
-        with JsonlAppender(path) as fh:
-            fh.append(traj)
-
-    return append
-
-
-def _run_stdio(facade) -> None:
-    """Serve over stdio until the client hangs up, SIGINT or SIGTERM; every client environment
-    is recorded either way. On a signal the process records and exits at once: the stdin
-    reader thread sits in a blocking read that no cancellation reaches."""
-    import os
-    import signal
-    import sys
-
-    def on_signal(sig: int) -> None:
-        facade.close_all()
-        sys.stdout.flush()
-        os._exit(128 + sig)
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, on_signal, sig)
-        await facade.serve_stdio()
-
-    try:
-        asyncio.run(main())
-    finally:
-        facade.close_all()
 
 
 @app.command()
@@ -245,40 +178,39 @@ def run(
 ) -> None:
     """Play a sequence of actions in the simulator and record the episode (replayable)."""
     model_spec = backend_spec(backend, opt)
-    from agentworld.jsonl import JsonlAppender
+    from agentworld.models import CacheMiss
     from agentworld.sim import SimEnv
     from agentworld.sim.loading import InputError, load_actions
+    from agentworld.sim.run import run_episode
 
     traj = actions if actions.suffix != ".json" and scenario is None and tools is None and world is None else None
-    sc, checks = _scenario_and_checks(scenario, traj, record_id, tools, world, question)
+    setup = _setup(scenario=scenario, trajectory=traj, record_id=record_id, tools=tools, world=world, question=question)
     try:
         acts = load_actions(actions, record_id)
     except InputError as exc:
         raise fail(str(exc), "give a trajectory JSONL or a JSON list of actions") from None
     spec = _perturbations(perturbations)
-    wm = _world_model(model_spec, cache, cache_mode, domain=sc.domain)
-    env = SimEnv(wm, sc, perturbations=spec, config=_gen(temperature, max_tokens),
-                 resample=resample, checks=checks)
-    from agentworld.models import CacheMiss
-
+    wm = _world_model(model_spec, cache, cache_mode, domain=setup.scenario.domain)
+    env = SimEnv(wm, setup.scenario, perturbations=spec, config=_gen(temperature, max_tokens),
+                 resample=resample, checks=setup.checks)
     try:
-        res = env.reset(seed=seed)
-        out.print(res.observation, markup=False, highlight=False)
-        for action in acts:
-            step = env.step(action)
-            console.print(f"[bold cyan]> {action}[/]", markup=True, highlight=False)
-            out.print(step.observation, markup=False, highlight=False)
-            for inj in step.info["injections"]:
-                console.print(f"[magenta]injected {inj['kind']} ({inj['mode']})[/]")
-            for c in step.info["ledger_conflicts"]:
-                console.print(f"[yellow]ledger conflict {c['kind']} on {c['key']}[/]")
-            if step.terminated or step.truncated:
-                break
+        episode = run_episode(env, acts, out_path, seed=seed, on_reset=_print_observation, on_step=_print_step)
     except CacheMiss as exc:
         raise fail(str(exc), "record the episode once with --cache-mode rw") from None
-    with JsonlAppender(out_path) as fh:
-        fh.append(env.record())
-    console.print(f"recorded {env.turn} turn(s) to {out_path}")
+    console.print(f"recorded {episode.turns} turn(s) to {episode.out_path}")
+
+
+def _print_observation(observation: str) -> None:
+    out.print(observation, markup=False, highlight=False)
+
+
+def _print_step(action: str, step: Any) -> None:
+    console.print(f"[bold cyan]> {action}[/]", markup=True, highlight=False)
+    _print_observation(step.observation)
+    for inj in step.info["injections"]:
+        console.print(f"[magenta]injected {inj['kind']} ({inj['mode']})[/]")
+    for c in step.info["ledger_conflicts"]:
+        console.print(f"[yellow]ledger conflict {c['kind']} on {c['key']}[/]")
 
 
 @app.command()
@@ -323,53 +255,25 @@ def drift(
 ) -> None:
     """Run the same actions in a real environment and in the simulator; score each step."""
     model_spec = backend_spec(backend, opt)
-    from agentworld.envs import make
-    from agentworld.sim import SimEnv
-    from agentworld.sim.drift import measure_drift, scenario_for
+    from agentworld.sim.inputs import SetupError
     from agentworld.sim.loading import InputError, load_actions
+    from agentworld.sim.run import make_real_env, parse_env_json, run_drift
 
     try:
         acts = load_actions(actions, record_id)
     except InputError as exc:
         raise fail(str(exc)) from None
     try:
-        kwargs = json.loads(env_kwargs) if env_kwargs else {}
-        if reset_options and reset_options.startswith("@"):
-            reset_options = Path(reset_options[1:]).read_text(encoding="utf-8")
-        options = json.loads(reset_options) if reset_options else None
-    except OSError as exc:
-        raise fail(f"cannot read --reset-options: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise fail(f"--env-kwargs/--reset-options must be JSON objects ({exc})") from None
-    if mode not in ("forced", "free"):
-        raise fail(f"unknown mode {mode!r}", "use forced or free")
-    if world is not None:
-        kwargs["world"] = world
-    if question is not None:
-        kwargs["question"] = question
-    try:
-        real = make(env_id, **kwargs)
-    except KeyError as exc:
-        raise fail(str(exc.args[0]), "pick an id from the list") from None
-    except TypeError as exc:
-        raise fail(f"bad arguments for {env_id}: {exc}", "check --env-kwargs (--world and --question are for fictional-search-v1)") from None
-    except (ValueError, FileNotFoundError) as exc:
-        raise fail(f"cannot make {env_id}: {exc}", "check --env-kwargs, --world and --question") from None
-    try:
-        first = real.reset(seed=seed, options=options).observation
-    except Exception as exc:  # the real env's own failure, shown without a traceback
-        real.close()
-        raise fail(f"the real environment {env_id} failed to reset: {exc}", "check --env-kwargs and --reset-options") from None
-    # An env that knows more than its context shows (a fictional world's hidden facts and
-    # fact checks) gives the simulator its own scenario and checks.
-    sc = real.sim_scenario(first) if hasattr(real, "sim_scenario") else scenario_for(real, first)
-    checks: list[Any] = real.sim_checks() if hasattr(real, "sim_checks") else []
-    wm = _world_model(model_spec, cache, cache_mode, domain=sc.domain)
-    try:
-        report = measure_drift(real, SimEnv(wm, sc, checks=checks), acts, env_name=env_id, seed=seed, mode=mode,
-                               threshold=threshold, min_factuality=min_factuality, options=options)  # type: ignore[arg-type]
-    finally:
-        real.close()
+        kwargs, options = parse_env_json(env_kwargs, reset_options)
+        if mode not in ("forced", "free"):
+            raise SetupError(f"unknown mode {mode!r}", "use forced or free")
+        kwargs.update({k: v for k, v in (("world", world), ("question", question)) if v is not None})
+        real = make_real_env(env_id, kwargs)
+        report = run_drift(real, acts, lambda domain: _world_model(model_spec, cache, cache_mode, domain=domain),
+                           env_id=env_id, seed=seed, mode=mode, threshold=threshold,  # type: ignore[arg-type]
+                           min_factuality=min_factuality, options=options)
+    except SetupError as exc:
+        raise fail(str(exc), exc.hint) from None
     table = Table("turn", "score", "diverged", "conflicts", "action", title=f"drift: {env_id} ({mode})")
     for s in report.steps:
         table.add_row(str(s.turn), "-" if s.total is None else f"{s.total:.2f}", "yes" if s.diverged else "",
@@ -387,19 +291,18 @@ def world_build(
     questions: int = typer.Option(20, "--questions", help="Questions to derive from the database."),
 ) -> None:
     """Build a seeded fictional world and write its questions next to it (*.questions.jsonl)."""
-    from agentworld.sim.worlds import FictionalWorld, build_world, save_questions, write_questions
+    from agentworld.sim.inputs import build_world_files
 
-    build_world(out_path, seed=seed)
-    qs = write_questions(out_path, seed=seed, count=questions)
-    save_questions(out_path, qs)
-    w = FictionalWorld.load(out_path)
-    console.print(f"world {out_path}: {len(w.pages)} pages, {w.num_facts} facts, {len(qs)} questions")
+    w = build_world_files(out_path, seed=seed, questions=questions)
+    console.print(f"world {w.path}: {w.pages} pages, {w.facts} facts, {w.questions} questions")
 
 
 @world_app.command("show")
 def world_show(world: Path = typer.Argument(..., help="World database.")) -> None:
     """List a world's questions and answers."""
+    from agentworld.sim.inputs import world_questions
+
     table = Table("id", "kind", "question", "answers")
-    for q in _questions(world):
+    for q in _checked(world_questions, world):
         table.add_row(q.id, q.kind, q.text, "; ".join(q.answers))
     out.print(table)
