@@ -19,6 +19,17 @@ class InputError(ValueError):
     """A simulator input file cannot be used; the message names the file (and line)."""
 
 
+def read_yaml(path: Path, kind: str) -> Any:
+    """The data of a YAML (or JSON) input file; a missing or unparsable file is an
+    :class:`InputError` naming it (``kind`` says what the file should hold)."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{kind} file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: not valid YAML/JSON ({exc})") from None
+
+
 def _find_record(path: str | Path, record_id: str | None, kind: str) -> tuple[int, dict]:
     """``(line number, object)`` of the record ``record_id`` (default: the first) in a
     JSONL file; a missing file, a broken line or no such record is an :class:`InputError`."""
@@ -45,12 +56,7 @@ def load_trajectory(path: str | Path, record_id: str | None = None) -> Trajector
 def load_scenario(path: str | Path) -> Scenario:
     """A scenario from YAML or JSON."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"scenario file not found: {path}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML/JSON ({exc})") from None
+    data = read_yaml(path, "scenario")
     try:
         return Scenario.model_validate(data or {})
     except ValueError as exc:
@@ -60,12 +66,7 @@ def load_scenario(path: str | Path) -> Scenario:
 def load_tools(path: str | Path) -> list[dict[str, Any]]:
     """Tool schemas: a JSON/YAML list, or ``{"tools": [...]}`` as MCP ``tools/list`` returns."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"tools file not found: {path}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid JSON/YAML ({exc})") from None
+    data = read_yaml(path, "tools")
     if isinstance(data, dict) and isinstance(data.get("tools"), list):
         data = data["tools"]
     if not isinstance(data, list) or not all(isinstance(t, dict) and ("name" in t or "function" in t) for t in data):
