@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import BaseModel
 
 from agentworld.jsonl import LineError, iter_json_lines
 from agentworld.records.trajectory import Trajectory
 from agentworld.sim.scenario import Scenario
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class InputError(ValueError):
@@ -28,6 +31,15 @@ def read_yaml(path: Path, kind: str) -> Any:
         raise InputError(f"{kind} file not found: {path}") from None
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML/JSON ({exc})") from None
+
+
+def read_model(path: Path, model: type[M], kind: str) -> M:
+    """``model`` from a YAML (or JSON) file (empty: all defaults); errors name the file."""
+    data = read_yaml(path, kind)
+    try:
+        return model.model_validate(data or {})
+    except ValueError as exc:
+        raise InputError(f"{path}: not a {kind} ({exc})") from None
 
 
 def _find_record(path: str | Path, record_id: str | None, kind: str) -> tuple[int, dict]:
@@ -55,12 +67,7 @@ def load_trajectory(path: str | Path, record_id: str | None = None) -> Trajector
 
 def load_scenario(path: str | Path) -> Scenario:
     """A scenario from YAML or JSON."""
-    path = Path(path)
-    data = read_yaml(path, "scenario")
-    try:
-        return Scenario.model_validate(data or {})
-    except ValueError as exc:
-        raise InputError(f"{path}: not a scenario ({exc})") from None
+    return read_model(Path(path), Scenario, "scenario")
 
 
 def load_tools(path: str | Path) -> list[dict[str, Any]]:
