@@ -149,3 +149,13 @@ def test_kill9_during_judge_then_resume(tmp_path):
     keys = [(r["uid"], r["sample_index"], r["judge"]) for r in map(json.loads, after.decode().splitlines())]
     assert len(keys) == len(set(keys)) == 2 * len(preds)
     assert {k[2] for k in keys} == {"rules", "openai:judge"}
+
+
+def test_make_scorer_builds_the_judge_a_config_names() -> None:
+    from agentworld.judge import make_scorer
+
+    assert isinstance(make_scorer("rules", "openai", {}), RuleScorer)
+    judge = make_scorer("llm", "openai:judge@http://127.0.0.1:9/v1", {"max_retries": 0})
+    assert isinstance(judge, LLMJudge)
+    with pytest.raises(ValueError, match="unknown judge 'gpt': expected 'rules' or 'llm'"):
+        make_scorer("gpt", "openai", {}, what="judge")

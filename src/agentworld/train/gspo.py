@@ -23,15 +23,9 @@ COLUMNS = {"prompt", "bench_sample", "verifiers"}
 
 def make_judge(config: GSPOTrainConfig) -> Scorer:
     """The rubric judge: the offline rule scorer or an LLM judge on a backend."""
-    from agentworld.judge import LLMJudge, RuleScorer
+    from agentworld.judge import make_scorer
 
-    if config.judge == "rules":
-        return RuleScorer()
-    if config.judge == "llm":
-        from agentworld.models import load_backend
-
-        return LLMJudge(load_backend(config.judge_backend, **config.judge_options))
-    raise ValueError(f"unknown judge {config.judge!r}: expected 'rules' or 'llm'")
+    return make_scorer(config.judge, config.judge_backend, config.judge_options, what="judge")
 
 
 def build_trainer(
