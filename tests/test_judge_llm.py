@@ -1,13 +1,10 @@
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from test_bench_infer import make_bench, serve
+from test_bench_infer import killed_part_way, make_bench, serve
 
 from agentworld.bench.judging import load_judgements, run_judging
 from agentworld.judge import DIMENSIONS, RuleScorer
@@ -134,13 +131,7 @@ def test_kill9_during_judge_then_resume(tmp_path):
         judge = f"openai:judge@{url},max_retries=2,backoff_s=0.01"
         cmd = [sys.executable, "-m", "agentworld", "bench", "judge", str(bench), "-p", str(pred_path), "-o", str(out),
                "-j", judge, "-j", "rules", "-c", "2", "--retries", "1"]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 120
-        while (not out.exists() or out.read_text().count("\n") < 40) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait() == -signal.SIGKILL
-        before = out.read_bytes()
+        before = killed_part_way(cmd, out)
         assert 40 <= before.count(b"\n") < 2 * len(preds), "the run must be killed part way"
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         assert res.returncode == 0, res.stderr
