@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import subprocess
 import sys
 import tempfile
@@ -33,11 +32,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+from echo_bench import echo_bench
 
 from agentworld.launch import free_port, launched
-from agentworld.records.bench import write_bench_dir
-from agentworld.records.select import trajectories_to_samples
-from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
 # The sequential client: standalone on purpose (it stands for someone else's script),
 # so it imports only the openai SDK and the standard library.
@@ -114,22 +111,6 @@ def endpoint(kind: str, delay: float, source: Path) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def make_bench(tmp: Path, n: int) -> tuple[Path, Path]:
-    """``n`` terminal samples (5 evaluated turns per echo session) and their trajectories."""
-    prompt = "root@sandbox:/workspace#"
-    trajs = []
-    for i in range((n + 4) // 5):
-        turns = [
-            Turn(action=json.dumps([{"keystrokes": f"echo w{i}x{k}\n", "duration": 0.5}]),
-                 observation=f"{prompt} echo w{i}x{k}\nw{i}x{k}\n{prompt} ")
-            for k in range(1, 6)
-        ]
-        trajs.append(Trajectory(id=f"t{i}", domain="terminal", task_description="echo words", turns=turns))
-    write_trajectories(tmp / "trajs.jsonl", trajs)
-    write_bench_dir(tmp / f"bench{n}", list(trajectories_to_samples(trajs, policy="all"))[:n])
-    return tmp / f"bench{n}", tmp / "trajs.jsonl"
-
-
 def timed(cmd: list[str], out: Path) -> float:
     out.unlink(missing_ok=True)
     start = time.perf_counter()
@@ -150,7 +131,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
-        benches = {n: make_bench(tmp, n) for n in args.samples}
+        benches = {n: echo_bench(tmp, n) for n in args.samples}
         source = benches[max(args.samples)][1]
         with endpoint(args.server, args.delay, source) as url:
             rows = []

@@ -15,34 +15,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import tempfile
 import time
 from pathlib import Path
 
+from echo_bench import echo_bench
+
 from agentworld.bench.infer import run_infer
 from agentworld.launch import launched
 from agentworld.models import GenerationConfig, WorldModel, load_backend
-from agentworld.records.bench import load_bench_dir, write_bench_dir
-from agentworld.records.select import trajectories_to_samples
-from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
+from agentworld.records.bench import load_bench_dir
 
 LEVELS = (1, 4, 16)
-
-
-def synthetic_bench(tmp: Path, n_samples: int) -> tuple[Path, Path]:
-    prompt = "root@sandbox:/workspace#"
-    trajs = []
-    for i in range((n_samples + 4) // 5):
-        turns = [
-            Turn(action=json.dumps([{"keystrokes": f"echo w{i}x{k}\n", "duration": 0.5}]),
-                 observation=f"{prompt} echo w{i}x{k}\nw{i}x{k}\n{prompt} ")
-            for k in range(1, 6)
-        ]
-        trajs.append(Trajectory(id=f"t{i}", domain="terminal", task_description="echo words", turns=turns))
-    write_trajectories(tmp / "trajs.jsonl", trajs)
-    write_bench_dir(tmp / "bench", trajectories_to_samples(trajs, policy="all"))
-    return tmp / "bench", tmp / "trajs.jsonl"
 
 
 async def measure(url: str, samples, out: Path, concurrency: int, max_tokens: int) -> tuple[float, int]:
@@ -63,7 +47,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
-        bench, source = (args.bench, args.bench) if args.bench else synthetic_bench(tmp, args.samples)
+        bench, source = (args.bench, args.bench) if args.bench else echo_bench(tmp, args.samples)
         samples = load_bench_dir(bench).samples[: args.samples]
         serve_args = ["--backend", f"retrieval:{source}" if args.backend == "retrieval" else args.backend]
         with launched("serve", *serve_args, timeout=900) as base:

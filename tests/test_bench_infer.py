@@ -48,6 +48,17 @@ def serve(source: Path, *extra: str, timeout: float = 300.0):
         yield f"{url}/v1"
 
 
+def killed_part_way(cmd: list[str], out: Path, lines: int = 40) -> bytes:
+    """Run ``cmd``, SIGKILL it once ``out`` has ``lines`` lines (at most 120 s on), return ``out``."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while (not out.exists() or out.read_text().count("\n") < lines) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
+    return out.read_bytes()
+
+
 def keys_in(path: Path) -> list[tuple[str, int]]:
     return [(r["uid"], r["sample_index"]) for r in map(json.loads, path.read_text().splitlines())]
 
@@ -98,13 +109,7 @@ def test_kill9_during_infer_then_resume(tmp_path):
     with serve(src) as url:
         cmd = [sys.executable, "-m", "agentworld", "bench", "infer", str(bench), "-o", str(out), "-b", "openai",
                "--opt", f"base_url={url}", "--opt", "model=wm", "-c", "2"]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 120
-        while (not out.exists() or out.read_text().count("\n") < 40) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait() == -signal.SIGKILL
-        before = out.read_bytes()
+        before = killed_part_way(cmd, out)
         done_before = before.count(b"\n")
         assert 40 <= done_before < total, "the run must be killed part way"
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)

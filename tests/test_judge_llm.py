@@ -1,13 +1,10 @@
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from test_bench_infer import make_bench, serve
+from test_bench_infer import killed_part_way, make_bench, serve
 
 from agentworld.bench.judging import load_judgements, run_judging
 from agentworld.judge import DIMENSIONS, RuleScorer
@@ -134,13 +131,7 @@ def test_kill9_during_judge_then_resume(tmp_path):
         judge = f"openai:judge@{url},max_retries=2,backoff_s=0.01"
         cmd = [sys.executable, "-m", "agentworld", "bench", "judge", str(bench), "-p", str(pred_path), "-o", str(out),
                "-j", judge, "-j", "rules", "-c", "2", "--retries", "1"]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 120
-        while (not out.exists() or out.read_text().count("\n") < 40) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait() == -signal.SIGKILL
-        before = out.read_bytes()
+        before = killed_part_way(cmd, out)
         assert 40 <= before.count(b"\n") < 2 * len(preds), "the run must be killed part way"
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         assert res.returncode == 0, res.stderr
@@ -149,3 +140,13 @@ def test_kill9_during_judge_then_resume(tmp_path):
     keys = [(r["uid"], r["sample_index"], r["judge"]) for r in map(json.loads, after.decode().splitlines())]
     assert len(keys) == len(set(keys)) == 2 * len(preds)
     assert {k[2] for k in keys} == {"rules", "openai:judge"}
+
+
+def test_make_scorer_builds_the_judge_a_config_names() -> None:
+    from agentworld.judge import make_scorer
+
+    assert isinstance(make_scorer("rules", "openai", {}), RuleScorer)
+    judge = make_scorer("llm", "openai:judge@http://127.0.0.1:9/v1", {"max_retries": 0})
+    assert isinstance(judge, LLMJudge)
+    with pytest.raises(ValueError, match="unknown judge 'gpt': expected 'rules' or 'llm'"):
+        make_scorer("gpt", "openai", {}, what="judge")

@@ -87,3 +87,5 @@ def test_bad_specs_fail_with_the_file_named(tmp_path: Path):
     bad.write_text("rules: [unclosed\n")
     with pytest.raises(ValueError, match="bad.yaml: not valid YAML"):
         PerturbationSpec.load(bad)
+    with pytest.raises(ValueError, match="perturbation spec file not found: .*none.yaml"):
+        PerturbationSpec.load(tmp_path / "none.yaml")

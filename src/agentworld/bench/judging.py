@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from agentworld.bench.infer import check_settings
 from agentworld.jsonl import JsonlAppender, LineError, read_jsonl, repair_tail, run_lock, write_jsonl
 from agentworld.judge.base import Scorer
+from agentworld.models.bounded import as_completed_bounded
 from agentworld.models.cache import CacheMiss
 from agentworld.records.bench import BenchSample
 from agentworld.records.prediction import Prediction, PredictionRecord
@@ -138,29 +140,15 @@ async def _judge_locked(
         async with sem:
             return await _judge_one(job, settings)
 
+    # Tasks are created in bounded batches so a large run holds few pending coroutines.
+    verdicts = as_completed_bounded((one(job) for job in jobs), concurrency * 2)
     with JsonlAppender(out) as appender:
-        # Tasks are created in bounded batches so a large run holds few pending coroutines.
-        pending: set[asyncio.Task[JudgedRecord]] = set()
-        it = iter(jobs)
-        try:
-            while True:
-                while len(pending) < concurrency * 2:
-                    job = next(it, None)
-                    if job is None:
-                        break
-                    pending.add(asyncio.ensure_future(one(job)))
-                if not pending:
-                    break
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    record = task.result()
-                    appender.append(record)
-                    _tally(progress, record)
-                    if on_progress:
-                        on_progress(progress)
-        finally:
-            for task in pending:
-                task.cancel()
+        async with aclosing(verdicts):
+            async for record in verdicts:
+                appender.append(record)
+                _tally(progress, record)
+                if on_progress:
+                    on_progress(progress)
     return progress
 
 

@@ -150,15 +150,9 @@ def default_world_model(config: SFTConfig) -> Any:
 
 
 def default_scorer(config: SFTConfig) -> Any:
-    from agentworld.judge import LLMJudge, RuleScorer
+    from agentworld.judge import make_scorer
 
-    if config.scorer == "rules":
-        return RuleScorer()
-    if config.scorer == "llm":
-        from agentworld.models import load_backend
-
-        return LLMJudge(load_backend(config.judge_backend, **config.judge_options))
-    raise ValueError(f"unknown scorer {config.scorer!r}: expected 'rules' or 'llm'")
+    return make_scorer(config.scorer, config.judge_backend, config.judge_options)
 
 
 def build_sft(

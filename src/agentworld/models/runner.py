@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from agentworld.models.base import Backend, Completion, GenerationConfig, Message, Prediction
+from agentworld.models.bounded import as_completed_bounded
 from agentworld.models.cache import CacheMiss, ResponseCache, cache_key
 from agentworld.parsing import parse_prediction
 
@@ -191,31 +193,14 @@ class WorldModel:
         At most ``concurrency`` backend calls run at once; tasks are started lazily so a
         huge request list does not create a huge number of pending tasks.
         """
-        pending: set[asyncio.Task[tuple[int, list[Prediction]]]] = set()
-        it = iter(enumerate(requests))
-
         async def one(idx: int, msgs: list[Message]) -> tuple[int, list[Prediction]]:
             return idx, await self.predict(msgs, config)
 
-        def refill() -> None:
-            while len(pending) < self.concurrency * 2:
-                try:
-                    idx, msgs = next(it)
-                except StopIteration:
-                    return
-                pending.add(asyncio.ensure_future(one(idx, msgs)))
-
-        refill()
-        try:
-            while pending:
-                done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    pending.discard(task)
-                    yield task.result()
-                refill()
-        finally:
-            for task in pending:
-                task.cancel()
+        # Twice the concurrency: the next calls are queued on the semaphore, ready to go.
+        results = as_completed_bounded((one(i, msgs) for i, msgs in enumerate(requests)), self.concurrency * 2)
+        async with aclosing(results):
+            async for item in results:
+                yield item
 
     async def aclose(self) -> None:
         await self.backend.aclose()

@@ -6,17 +6,40 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import BaseModel
 
 from agentworld.jsonl import LineError, iter_json_lines
 from agentworld.records.trajectory import Trajectory
 from agentworld.sim.scenario import Scenario
 
+M = TypeVar("M", bound=BaseModel)
+
 
 class InputError(ValueError):
     """A simulator input file cannot be used; the message names the file (and line)."""
+
+
+def read_yaml(path: Path, kind: str) -> Any:
+    """The data of a YAML (or JSON) input file; a missing or unparsable file is an
+    :class:`InputError` naming it (``kind`` says what the file should hold)."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{kind} file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: not valid YAML/JSON ({exc})") from None
+
+
+def read_model(path: Path, model: type[M], kind: str) -> M:
+    """``model`` from a YAML (or JSON) file (empty: all defaults); errors name the file."""
+    data = read_yaml(path, kind)
+    try:
+        return model.model_validate(data or {})
+    except ValueError as exc:
+        raise InputError(f"{path}: not a {kind} ({exc})") from None
 
 
 def _find_record(path: str | Path, record_id: str | None, kind: str) -> tuple[int, dict]:
@@ -44,28 +67,13 @@ def load_trajectory(path: str | Path, record_id: str | None = None) -> Trajector
 
 def load_scenario(path: str | Path) -> Scenario:
     """A scenario from YAML or JSON."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"scenario file not found: {path}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML/JSON ({exc})") from None
-    try:
-        return Scenario.model_validate(data or {})
-    except ValueError as exc:
-        raise InputError(f"{path}: not a scenario ({exc})") from None
+    return read_model(Path(path), Scenario, "scenario")
 
 
 def load_tools(path: str | Path) -> list[dict[str, Any]]:
     """Tool schemas: a JSON/YAML list, or ``{"tools": [...]}`` as MCP ``tools/list`` returns."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"tools file not found: {path}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid JSON/YAML ({exc})") from None
+    data = read_yaml(path, "tools")
     if isinstance(data, dict) and isinstance(data.get("tools"), list):
         data = data["tools"]
     if not isinstance(data, list) or not all(isinstance(t, dict) and ("name" in t or "function" in t) for t in data):

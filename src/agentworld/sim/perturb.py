@@ -19,13 +19,13 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, Field, model_validator
 
 from agentworld.domains.search import HIT
 from agentworld.domains.terminal import typed_text
 from agentworld.domains.terminal.screen import final_prompt_line, strip_final_prompt
 from agentworld.seeding import unit_hash
+from agentworld.sim.loading import read_model
 from agentworld.tool_calls import read_tool_call
 
 Mode = Literal["semantic", "mechanical"]
@@ -111,15 +111,7 @@ class PerturbationSpec(BaseModel):
     @classmethod
     def load(cls, path: str | Path) -> PerturbationSpec:
         """Read a YAML (or JSON) spec; errors name the file."""
-        path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise ValueError(f"{path}: not valid YAML ({exc})") from None
-        try:
-            return cls.model_validate(data or {})
-        except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
+        return read_model(Path(path), cls, "perturbation spec")
 
     def plan(self, *, session_seed: int, turn: int, action: str, fired: dict[int, int]) -> list[Injection]:
         """The injections for one turn. ``fired`` counts earlier injections per rule (updated)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from transformers import TrainerCallback
 
@@ -86,17 +86,42 @@ def load_model(path: Path, config: TrainFields) -> Any:
     return model
 
 
+class TrainInputs(NamedTuple):
+    """What every trainer starts from."""
+
+    dataset: Any
+    tokenizer: Any
+    model: Any
+
+
 def load_inputs(
     config: TrainFields, trainer: str, columns: set[str], *, padding_side: str | None = None
-) -> tuple[Any, Any, Any]:
-    """What every trainer starts from: its dataset (only ``columns``), tokenizer and model."""
+) -> TrainInputs:
+    """The trainer's dataset (only ``columns``), tokenizer and model."""
     from transformers import AutoTokenizer
 
     dataset = load_dataset(config.data, trainer, columns).select_columns(sorted(columns))
     path = resolve_model(config.model)
     extra = {"padding_side": padding_side} if padding_side else {}
     tokenizer = AutoTokenizer.from_pretrained(path, **extra)
-    return dataset, tokenizer, load_model(path, config)
+    return TrainInputs(dataset, tokenizer, load_model(path, config))
+
+
+def make_trainer(
+    trainer_class: Any, config: TrainFields, inputs: TrainInputs, callbacks: list[Any] | None, **extra: Any
+) -> tuple[Any, Any]:
+    """``trainer_class`` (transformers' ``Trainer`` or a TRL one) on ``inputs`` with the
+    config's arguments and the config saved in every checkpoint; ``extra`` are the
+    trainer's own arguments. Returns it and the tokenizer to save with it."""
+    trainer = trainer_class(
+        model=inputs.model,
+        args=trainer_arguments(config),
+        train_dataset=inputs.dataset,
+        processing_class=inputs.tokenizer,
+        callbacks=[SaveConfigCallback(config), *(callbacks or [])],
+        **extra,
+    )
+    return trainer, inputs.tokenizer
 
 
 def lora_config(config: TrainFields) -> Any:

@@ -13,13 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentworld.data.packing import IGNORE_INDEX
-from agentworld.train.common import (
-    SaveConfigCallback,
-    TrainResult,
-    load_inputs,
-    run_trainer,
-    trainer_arguments,
-)
+from agentworld.train.common import TrainResult, load_inputs, make_trainer, run_trainer
 
 if TYPE_CHECKING:
     from agentworld.train.config import CPTFields as CPTTrainConfig
@@ -48,19 +42,11 @@ def build_trainer(config: CPTTrainConfig, *, callbacks: list[Any] | None = None)
     """The transformers ``Trainer`` for ``config`` and the tokenizer to save with it."""
     from transformers import Trainer
 
-    dataset, tokenizer, model = load_inputs(config, "cpt", COLUMNS)
+    inputs = load_inputs(config, "cpt", COLUMNS)
     # Without a KV cache, position_ids that restart mark packed samples and transformers
     # builds a block-diagonal attention mask: packed samples never see each other.
-    model.config.use_cache = False
-    trainer = Trainer(
-        model=model,
-        args=trainer_arguments(config),
-        train_dataset=dataset,
-        data_collator=collate_padding_free,
-        processing_class=tokenizer,
-        callbacks=[SaveConfigCallback(config), *(callbacks or [])],
-    )
-    return trainer, tokenizer
+    inputs.model.config.use_cache = False
+    return make_trainer(Trainer, config, inputs, callbacks, data_collator=collate_padding_free)
 
 
 def train_cpt(config: CPTTrainConfig) -> TrainResult:

@@ -12,13 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentworld.judge.base import Scorer
-from agentworld.train.common import (
-    SaveConfigCallback,
-    TrainResult,
-    load_inputs,
-    run_trainer,
-    trainer_arguments,
-)
+from agentworld.train.common import TrainResult, load_inputs, make_trainer, run_trainer
 from agentworld.train.rewards import HybridReward
 
 if TYPE_CHECKING:
@@ -29,21 +23,9 @@ COLUMNS = {"prompt", "bench_sample", "verifiers"}
 
 def make_judge(config: GSPOTrainConfig) -> Scorer:
     """The rubric judge: the offline rule scorer or an LLM judge on a backend."""
-    from agentworld.judge import LLMJudge, RuleScorer
+    from agentworld.judge import make_scorer
 
-    if config.judge == "rules":
-        return RuleScorer()
-    if config.judge == "llm":
-        from agentworld.models import load_backend
-
-        return LLMJudge(load_backend(config.judge_backend, **config.judge_options))
-    raise ValueError(f"unknown judge {config.judge!r}: expected 'rules' or 'llm'")
-
-
-def grpo_args(config: GSPOTrainConfig) -> Any:
-    """TRL's ``GRPOConfig``: GSPO's settings are the config's defaults
-    (``importance_sampling_level="sequence"``, the tight clip range)."""
-    return trainer_arguments(config)
+    return make_scorer(config.judge, config.judge_backend, config.judge_options, what="judge")
 
 
 def build_trainer(
@@ -52,17 +34,9 @@ def build_trainer(
     """TRL's ``GRPOTrainer`` set up for GSPO, and the tokenizer to save with it."""
     from trl import GRPOTrainer
 
-    dataset, tokenizer, model = load_inputs(config, "gspo", COLUMNS, padding_side="left")
+    inputs = load_inputs(config, "gspo", COLUMNS, padding_side="left")
     reward = HybridReward(judge or make_judge(config), rubric_weight=config.rubric_weight, rule_weight=config.rule_weight)
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=[reward],
-        args=grpo_args(config),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        callbacks=[SaveConfigCallback(config), *(callbacks or [])],
-    )
-    return trainer, tokenizer
+    return make_trainer(GRPOTrainer, config, inputs, callbacks, reward_funcs=[reward])
 
 
 def train_gspo(config: GSPOTrainConfig, *, judge: Scorer | None = None) -> TrainResult:

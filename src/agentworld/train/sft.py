@@ -9,13 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentworld.train.common import (
-    SaveConfigCallback,
-    TrainResult,
-    load_inputs,
-    run_trainer,
-    trainer_arguments,
-)
+from agentworld.train.common import TrainResult, load_inputs, make_trainer, run_trainer
 
 if TYPE_CHECKING:
     from agentworld.train.config import SFTFields as SFTTrainConfig
@@ -27,15 +21,7 @@ def build_trainer(config: SFTTrainConfig, *, callbacks: list[Any] | None = None)
     """TRL's ``SFTTrainer`` for ``config`` and the tokenizer to save with it."""
     from trl import SFTTrainer
 
-    dataset, tokenizer, model = load_inputs(config, "sft", COLUMNS)
-    trainer = SFTTrainer(
-        model=model,
-        args=trainer_arguments(config),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        callbacks=[SaveConfigCallback(config), *(callbacks or [])],
-    )
-    return trainer, tokenizer
+    return make_trainer(SFTTrainer, config, load_inputs(config, "sft", COLUMNS), callbacks)
 
 
 def train_sft(config: SFTTrainConfig) -> TrainResult:

@@ -1,12 +1,14 @@
 """The ``collect`` group and what every environment's collect command shares: split seeds,
 common options (``--out`` with one default layout, ``--episodes``, ``--test-episodes``,
-``--seed``, ``--workers``, ``--bench-dir``, the ``--agent`` spec), and running plus
-reporting a collection. Every collection resumes: a rerun of the same command records only
-the episodes its output file lacks."""
+``--seed``, ``--workers``, ``--bench-dir``, the ``--agent`` spec, declared once by
+:func:`collect_command`), and running plus reporting a collection. Every collection
+resumes: a rerun of the same command records only the episodes its output file lacks."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -102,3 +104,61 @@ def run_and_report(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], 
             console.print(f"[yellow]failed[/] {job_id}: {msg}")
         console.print(f"[yellow]hint:[/] details in {failures_path(out_path)}; run the same command again to retry them")
         raise typer.Exit(code=1)
+
+
+@dataclass(frozen=True)
+class Collection:
+    """The options every collect command takes, handed to the command as one value."""
+
+    out_path: Out = None
+    episodes: Episodes = 20
+    test_episodes: TestEpisodes = 30
+    seed: Seed = 0
+    workers: Workers = 2
+    bench_dir: BenchDir = None
+    agent: Agent = "scripted"
+    agent_opt: AgentOpts = None
+
+    def agent_settings(self) -> dict[str, Any] | None:
+        """The ``--agent`` spec as agent config fields, or None for the scripted policy."""
+        return agent_settings(self.agent, self.agent_opt)
+
+    def run(self, domain: str, templates: list[str] | None, run_one: Callable[[Any], Any]) -> None:
+        """Split the seeds into jobs (``templates`` cycled), run them and report."""
+        jobs = split_jobs(domain, self.episodes, self.test_episodes, self.seed, templates)
+        run_and_report(domain, jobs, run_one, self.out_path, self.workers, self.bench_dir)
+
+
+_LEADING = ("out_path", "episodes", "test_episodes", "seed", "workers", "bench_dir")
+"""Shared options listed before a command's own in ``--help``; the agent ones come after."""
+
+
+def collect_command(name: str, *, episodes: int = 20, test_episodes: int = 30) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register ``collect <name>``: a function ``(collection: Collection, *own options)``.
+
+    Typer reads options from a signature, so the command it sees has the shared options
+    (with this command's default episode counts) around the function's own, and gathers
+    the shared ones into a :class:`Collection` before calling the function.
+    """
+    defaults = {"episodes": episodes, "test_episodes": test_episodes}
+    hints = inspect.get_annotations(Collection, eval_str=True)
+
+    def shared(names: list[str]) -> list[inspect.Parameter]:
+        return [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=hints[n],
+                                  default=defaults.get(n, getattr(Collection, n))) for n in names]
+
+    def register(func: Callable[..., None]) -> Callable[..., None]:
+        own = list(inspect.signature(func, eval_str=True).parameters.values())[1:]
+        names = [f.name for f in fields(Collection)]
+
+        def command(**options: Any) -> None:
+            func(Collection(**{n: options.pop(n) for n in names}), **options)
+
+        command.__name__, command.__doc__ = func.__name__, func.__doc__
+        trailing = [n for n in names if n not in _LEADING]
+        params = [*shared(list(_LEADING)), *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own), *shared(trailing)]
+        command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+        app.command(name)(command)
+        return func
+
+    return register

@@ -7,34 +7,13 @@ from typing import Annotated, Any
 import typer
 
 from agentworld.cli._common import fail
-from agentworld.cli.collect._app import (
-    Agent,
-    AgentNative,
-    AgentOpts,
-    BenchDir,
-    Episodes,
-    Out,
-    Seed,
-    TestEpisodes,
-    Workers,
-    agent_settings,
-    app,
-    run_and_report,
-    split_jobs,
-)
+from agentworld.cli.collect._app import AgentNative, Collection, collect_command
 
 
-@app.command("swe")
+@collect_command("swe", episodes=0, test_episodes=30)
 def collect_swe(
-    out_path: Out = None,
-    episodes: Episodes = 0,
-    test_episodes: TestEpisodes = 30,
-    seed: Seed = 0,
-    workers: Workers = 2,
-    bench_dir: BenchDir = None,
+    collection: Collection,
     repo: Annotated[list[str] | None, typer.Option(help="Restrict to these repositories (repeatable).")] = None,
-    agent: Agent = "scripted",
-    agent_opt: AgentOpts = None,
     agent_native_tools: AgentNative = True,
     max_steps: Annotated[int, typer.Option(help="Most tool calls per LLM episode.")] = 30,
     download: Annotated[bool, typer.Option(help="First fetch the source distributions (needs PyPI access).")] = False,
@@ -48,7 +27,7 @@ def collect_swe(
     unknown = sorted(set(repo or []) - set(REPOS))
     if unknown:
         raise fail(f"unknown repositories: {', '.join(unknown)}", f"choose among {', '.join(REPOS)}")
-    settings = agent_settings(agent, agent_opt)
+    settings = collection.agent_settings()
     try:
         if download:
             repos.download()
@@ -76,5 +55,4 @@ def collect_swe(
         finally:
             env.close()
 
-    run_and_report("swe", split_jobs("swe", episodes, test_episodes, seed, ["repair"]), run_one, out_path, workers,
-                   bench_dir)
+    collection.run("swe", ["repair"], run_one)

@@ -9,37 +9,16 @@ from typing import Annotated, Any
 import typer
 
 from agentworld.cli._common import console, fail
-from agentworld.cli.collect._app import (
-    Agent,
-    AgentOpts,
-    BenchDir,
-    Episodes,
-    Out,
-    Seed,
-    Templates,
-    TestEpisodes,
-    Workers,
-    agent_settings,
-    app,
-    run_and_report,
-    split_jobs,
-)
+from agentworld.cli.collect._app import Collection, Templates, collect_command
 
 
-@app.command("terminal")
+@collect_command("terminal", episodes=20, test_episodes=60)
 def collect_terminal(
-    out_path: Out = None,
-    episodes: Episodes = 20,
-    test_episodes: TestEpisodes = 60,
-    seed: Seed = 0,
-    workers: Workers = 2,
-    bench_dir: BenchDir = None,
+    collection: Collection,
     template: Templates = None,
     build: Annotated[bool, typer.Option("--build/--no-build",
                                         help="Build the sandbox root filesystem first if it is missing.")] = True,
     max_steps: Annotated[int, typer.Option(help="Agent episodes: most actions per episode.")] = 15,
-    agent: Agent = "scripted",
-    agent_opt: AgentOpts = None,
 ) -> None:
     """Record terminal episodes: a real shell in tmux inside a bwrap sandbox per episode.
 
@@ -54,7 +33,7 @@ def collect_terminal(
     for name in template or []:
         if name not in TEMPLATES.names():
             raise fail(f"unknown terminal task template {name!r}", f"choose from: {', '.join(TEMPLATES.names())}")
-    settings = agent_settings(agent, agent_opt)
+    settings = collection.agent_settings()
     try:
         check_host()
         if not build:
@@ -78,5 +57,4 @@ def collect_terminal(
 
     # SIGTERM ends the run like Ctrl-C: running episodes finish and tear their sandboxes down.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    jobs = split_jobs("terminal", episodes, test_episodes, seed, template or TEMPLATES.names())
-    run_and_report("terminal", jobs, run_one, out_path, workers, bench_dir)
+    collection.run("terminal", template or TEMPLATES.names(), run_one)

@@ -8,26 +8,11 @@ from typing import Annotated, Any
 import typer
 
 from agentworld.cli._common import console, fail, out
-from agentworld.cli.collect._app import (
-    Agent,
-    AgentNative,
-    AgentOpts,
-    BenchDir,
-    Episodes,
-    Out,
-    Seed,
-    Templates,
-    TestEpisodes,
-    Workers,
-    agent_settings,
-    app,
-    run_and_report,
-    split_jobs,
-)
+from agentworld.cli.collect._app import AgentNative, Collection, Templates, collect_command
 
 
-def _agent(agent: str, opts: list[str] | None, native: bool) -> Any:
-    settings = agent_settings(agent, opts)
+def _agent(collection: Collection, native: bool) -> Any:
+    settings = collection.agent_settings()
     if settings is None:
         return None
     from agentworld.envs.agent import AgentConfig
@@ -55,24 +40,13 @@ def _play(env: Any, task: Any, config: Any, job: Any, environment: str) -> Any:
     return asyncio.run(run_agent(env, task, config, trajectory_id=job.job_id, seed=job.seed, environment=environment))
 
 
-@app.command("mcp")
-def collect_mcp(
-    out_path: Out = None,
-    episodes: Episodes = 20,
-    test_episodes: TestEpisodes = 30,
-    seed: Seed = 0,
-    workers: Workers = 2,
-    bench_dir: BenchDir = None,
-    template: Templates = None,
-    agent: Agent = "scripted",
-    agent_opt: AgentOpts = None,
-    agent_native_tools: AgentNative = True,
-) -> None:
+@collect_command("mcp", episodes=20, test_episodes=30)
+def collect_mcp(collection: Collection, template: Templates = None, agent_native_tools: AgentNative = True) -> None:
     """Record episodes against real MCP servers (time, git, fetch, filesystem, memory, everything, sequential-thinking)."""
     from agentworld.envs.mcp import TEMPLATES, McpEnv, make_task, missing_servers
 
     _check_templates("MCP", template, TEMPLATES)
-    config = _agent(agent, agent_opt, agent_native_tools)
+    config = _agent(collection, agent_native_tools)
     needed = sorted({s for name in (template or TEMPLATES) for s in make_task(0, name).options["servers"]})
     if problems := missing_servers(needed):
         raise fail("some MCP servers cannot start:\n  " + "\n  ".join(problems), "run scripts/setup.sh")
@@ -82,26 +56,18 @@ def collect_mcp(
         with McpEnv() as env:
             return _play(env, task, config, job, "mcp/" + "+".join(task.options["servers"]))
 
-    run_and_report("mcp", split_jobs("mcp", episodes, test_episodes, seed, template), run_one,
-         out_path, workers, bench_dir)
+    collection.run("mcp", template, run_one)
 
 
-@app.command("search")
+@collect_command("search", episodes=20, test_episodes=30)
 def collect_search(
-    out_path: Out = None,
-    episodes: Episodes = 20,
-    test_episodes: TestEpisodes = 30,
-    seed: Seed = 0,
-    workers: Workers = 2,
-    bench_dir: BenchDir = None,
+    collection: Collection,
     template: Templates = None,
     corpus: Annotated[Path | None, typer.Option(help="Corpus folder (default: the user cache).")] = None,
     build: Annotated[bool, typer.Option("--build/--no-build", help="Build the corpus first if it is missing.")] = True,
     rebuild: Annotated[bool, typer.Option(help="Rebuild the corpus even if it exists.")] = False,
     max_pages: Annotated[int | None, typer.Option(help="Pages per source when building (small corpora for CI).")] = None,
     source: Annotated[list[str] | None, typer.Option("--source", help="Corpus sources to build (repeatable).")] = None,
-    agent: Agent = "scripted",
-    agent_opt: AgentOpts = None,
     agent_native_tools: AgentNative = True,
 ) -> None:
     """Record episodes with the offline search engine (web_search, web_extractor, dict_memory)."""
@@ -110,7 +76,7 @@ def collect_search(
     from agentworld.envs.search.sources import APT_PACKAGES, SOURCES, available_sources
 
     _check_templates("search", template, TEMPLATES)
-    config = _agent(agent, agent_opt, agent_native_tools)
+    config = _agent(collection, agent_native_tools)
     corpus = corpus or default_corpus_dir("full" if max_pages is None else f"max{max_pages}")
     if rebuild or not corpus_ready(corpus):
         if not build:
@@ -131,5 +97,4 @@ def collect_search(
     def run_one(job: Any) -> Any:
         return _play(SearchEnv(engine=engine), make_task(engine, job.seed, job.task), config, job, "search/offline")
 
-    run_and_report("search", split_jobs("search", episodes, test_episodes, seed, template), run_one,
-         out_path, workers, bench_dir)
+    collection.run("search", template, run_one)
