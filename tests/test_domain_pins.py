@@ -21,7 +21,7 @@ from agentworld.judge.rules import score_observation
 from agentworld.judge.verifiers import derive_specs
 from agentworld.records.bench import BenchSample, load_bench_dir
 from agentworld.records.trajectory import Trajectory, Turn
-from agentworld.sim.ledger import LedgerState, rules_for
+from agentworld.sim.ledger import LedgerState, ledger_for
 from agentworld.sim.perturb import Injection, action_target, apply_mechanical
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +36,7 @@ def _pins(sample: BenchSample, other: str) -> dict[str, str]:
     truth = sample.ground_truth
     scores = [score_observation(sample, pred) for pred in (truth, other)]
     state = LedgerState()
-    rules = rules_for(sample.domain)
+    rules = ledger_for(sample.domain)
     for action, obs in sample.history():
         rules.update(state, action, obs)
     conflicts = [[c.model_dump() for c in rules.check(state, sample.action, pred)] for pred in (truth, other)]

@@ -228,7 +228,7 @@ def _sandbox_pids_are_unprivileged(sb: Sandbox, exclude: set[int]) -> int:
             userns = os.readlink(f"/proc/{pid}/ns/user")
         except (FileNotFoundError, ProcessLookupError):
             continue  # exited meanwhile
-        if status["Name"].strip() in ("sh", "prlimit", "nsenter") and status["Uid"].split()[1] == "0":
+        if status["Name"].strip() in ("sh", "nsenter") and status["Uid"].split()[1] == "0":
             continue  # the launcher, between joining the cgroup and entering the namespace
         assert status["Uid"].split()[:3] == [str(SANDBOX_UID)] * 3, (pid, status["Name"], status["Uid"])
         assert userns != host_userns, (pid, status["Name"])

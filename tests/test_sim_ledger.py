@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from test_sim_fixtures import call, ks, result, screen
 
-from agentworld.sim.ledger import LedgerState, rules_for
+from agentworld.sim.ledger import LedgerState, ledger_for
 
 
 def _terminal(*turns: tuple[str, str]) -> tuple[LedgerState, object]:
-    state, rules = LedgerState(), rules_for("terminal")
+    state, rules = LedgerState(), ledger_for("terminal")
     rules.update(state, "", "root@sandbox:/workspace# ")
     for cmd, obs in turns:
         rules.update(state, ks(cmd), obs)
@@ -56,7 +56,7 @@ def test_terminal_checks_flag_contradictions_and_accept_consistent_output():
 
 
 def test_tool_rules_files_ids_and_memory():
-    state, rules = LedgerState(), rules_for("mcp")
+    state, rules = LedgerState(), ledger_for("mcp")
     rules.update(state, call("write_file", path="/d/a.txt", content="alpha\nbeta"), result("ok"))
     rules.update(state, call("create_issue", title="bug"), result('{"id": 42, "title": "bug"}'))
     rules.update(state, call("delete_issue", id=7), result("deleted"))
@@ -73,13 +73,13 @@ def test_tool_rules_files_ids_and_memory():
 
 
 def test_error_results_change_nothing():
-    state, rules = LedgerState(), rules_for("mcp")
+    state, rules = LedgerState(), ledger_for("mcp")
     rules.update(state, call("write_file", path="/d/a.txt", content="x"), result("Error: disk full", True))
     assert state.files == {}
 
 
 def test_search_rules_memory_and_repeated_extraction():
-    state, rules = LedgerState(), rules_for("search")
+    state, rules = LedgerState(), ledger_for("search")
     rules.update(state, call("dict_memory", op="add", key="capital", value="Velmora"), "stored capital")
     page = "Velmora is a city in Tarnia. It was founded in 1204 and has a harbour."
     rules.update(state, call("web_extractor", url="https://x.fict/Velmora"), page)
@@ -91,13 +91,13 @@ def test_search_rules_memory_and_repeated_extraction():
 
 
 def test_gui_domains_have_no_rules():
-    state, rules = LedgerState(), rules_for("web")
+    state, rules = LedgerState(), ledger_for("web")
     rules.update(state, "click(12)", "[12] button 'OK'")
     assert state.is_empty() and rules.check(state, "click(12)", "anything") == []
 
 
 def test_swe_shell_and_editor_tools():
-    state, rules = LedgerState(), rules_for("swe")
+    state, rules = LedgerState(), ledger_for("swe")
     bash = lambda cmd: call("bash", command=cmd)  # noqa: E731
     rules.update(state, bash("cd /repo && echo 'x = 1' > cfg.py"), "[Current working directory: /repo]\n[Command finished with exit code 0]")
     rules.update(state, call("str_replace_editor", command="create", path="/repo/a.py", file_text="def f():\n    return 1\n"), "File created successfully at: /repo/a.py")
@@ -110,7 +110,7 @@ def test_swe_shell_and_editor_tools():
 
 
 def test_sql_rows_written_must_be_read_back():
-    state, rules = LedgerState(), rules_for("mcp")
+    state, rules = LedgerState(), ledger_for("mcp")
     q = lambda sql: call("write_query", query=sql)  # noqa: E731
     rules.update(state, q("INSERT INTO users (id, name) VALUES (1, 'Ada'), (2, 'O''Brien')"), result("2 rows affected"))
     rules.update(state, q("INSERT INTO users (id, name) VALUES (3, 'Cy')"), result("1 row affected"))
@@ -159,7 +159,7 @@ def test_megabyte_actions_parse_in_bounded_time():
                 call("bash", command="echo " + '"a b" ' * (big // 6))],
     }
     for domain, acts in actions.items():
-        rules = rules_for(domain)
+        rules = ledger_for(domain)
         for action in acts:
             state = LedgerState()
             rules.update(state, action, "ok\nroot@sandbox:/workspace# ")

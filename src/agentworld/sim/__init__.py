@@ -7,7 +7,7 @@ worlds for search; ``agentworld.sim.drift`` compares the simulator with a real e
 """
 
 from agentworld.sim.env import FAILED, SimEnv, SimState, SimTurn
-from agentworld.sim.ledger import Conflict, LedgerState, rules_for
+from agentworld.sim.ledger import Conflict, LedgerState, ledger_for
 from agentworld.sim.perturb import Injection, PerturbationSpec, Rule
 from agentworld.sim.scenario import Scenario
 
@@ -22,5 +22,5 @@ __all__ = [
     "SimEnv",
     "SimState",
     "SimTurn",
-    "rules_for",
+    "ledger_for",
 ]

@@ -22,7 +22,7 @@ from agentworld.envs.record import episode_trajectory, recorded_turn
 from agentworld.models import GenerationConfig, Prediction, WorldModel
 from agentworld.prompts import build_messages
 from agentworld.records.trajectory import Provenance, SimContext, Trajectory
-from agentworld.sim.ledger import Conflict, LedgerState, rules_for
+from agentworld.sim.ledger import Conflict, LedgerState, ledger_for
 from agentworld.sim.perturb import Injection, PerturbationSpec, apply_mechanical
 from agentworld.sim.scenario import Scenario
 
@@ -99,7 +99,7 @@ class SimEnv(Env):
         self.checks = list(checks or [])
         self.state = SimState(session_id=session_id or uuid.uuid4().hex[:12], scenario=scenario, perturbations=perturbations)
         self.domain = scenario.domain
-        self._rules = rules_for(scenario.domain)
+        self._rules = ledger_for(scenario.domain)
 
     # -- Gymnasium contract ------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
@@ -159,7 +159,7 @@ class SimEnv(Env):
     def restore(self, snapshot: SimState) -> None:
         self.state = snapshot.model_copy(deep=True)
         self.domain = self.state.scenario.domain
-        self._rules = rules_for(self.domain)
+        self._rules = ledger_for(self.domain)
 
     def fork(self, *, session_id: str | None = None) -> SimEnv:
         """A new session that continues from this one's current state (GRPO groups, look-ahead)."""
@@ -226,7 +226,7 @@ class SimEnv(Env):
         if scenario is not None:
             st.scenario = scenario if isinstance(scenario, Scenario) else Scenario.model_validate(scenario)
             self.domain = st.scenario.domain
-            self._rules = rules_for(self.domain)
+            self._rules = ledger_for(self.domain)
         if "perturbations" in options:
             p = options.pop("perturbations")
             st.perturbations = p if isinstance(p, PerturbationSpec) or p is None else PerturbationSpec.model_validate(p)

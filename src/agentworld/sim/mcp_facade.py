@@ -24,9 +24,9 @@ import jsonschema
 import mcp_types as types
 from mcp.server.lowlevel.server import Server
 
+from agentworld.domains.toolcall import result_payload
 from agentworld.records.trajectory import Trajectory
 from agentworld.sim.env import SimEnv
-from agentworld.sim.ledger.tools import result_payload
 
 
 def mcp_tool(schema: dict[str, Any]) -> types.Tool:

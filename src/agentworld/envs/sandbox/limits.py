@@ -204,24 +204,11 @@ class Cgroup:
                 return
 
 
-def prlimit_args(limits: Limits, *, memory: bool) -> list[str]:
-    """``prlimit`` options for the per-process limits (inherited by every descendant).
-
-    ``memory=True`` adds the per-process address-space limit used when the sandbox has
-    no cgroup. There is no process-count fallback: the kernel exempts root from
-    RLIMIT_NPROC, so only the cgroup's ``pids.max`` stops a fork bomb.
-    """
-    mb = 1 << 20
-    args = [f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 5}",
-            f"--fsize={limits.file_size_mb * mb}", f"--nofile={limits.nofile}", "--core=0"]
-    if memory:
-        args.append(f"--as={limits.memory_mb * mb}")
-    return args
-
-
 def ulimit_script(limits: Limits, *, memory: bool) -> str:
-    """The same limits as :func:`prlimit_args`, as ``ulimit`` lines of the launching
-    shell: no extra process start per sandboxed command. dash counts file sizes in
+    """The per-process limits (inherited by every descendant) as ``ulimit`` lines of the
+    launching shell: no extra process start per sandboxed command. ``memory=True`` adds
+    the address-space limit used when the sandbox has no cgroup (only the cgroup's
+    ``pids.max`` stops a fork bomb). dash counts file sizes in
     512-byte blocks and memory in KiB; a plain ``ulimit`` sets both limits, then ``-S``
     lowers the soft one (dash ignores ``-H`` for CPU time)."""
     lines = [f"ulimit -t {limits.cpu_seconds + 5}", f"ulimit -St {limits.cpu_seconds}",

@@ -1,7 +1,7 @@
 """The real terminal environment (``terminal-v1``): a sandboxed shell in tmux."""
 
+from agentworld.domains.terminal.keys import ActionError, Batch, action_json, parse_action
 from agentworld.envs.terminal.env import TerminalConfig, TerminalEnv
-from agentworld.envs.terminal.keys import ActionError, Batch, action_json, parse_action
 from agentworld.envs.terminal.task import TerminalTask
 from agentworld.envs.terminal.tasks import TEMPLATES
 

@@ -16,11 +16,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentworld.domains import get_domain
+from agentworld.domains.terminal.keys import ActionError, parse_action
 from agentworld.envs.agent import AgentConfig as ToolAgentConfig
 from agentworld.envs.agent import open_client
 from agentworld.envs.record import RecordTurns, record_episode
 from agentworld.envs.terminal.env import TerminalEnv
-from agentworld.envs.terminal.keys import ActionError, parse_action
 from agentworld.envs.terminal.task import TerminalTask
 from agentworld.parsing import repair_json
 from agentworld.records.trajectory import Provenance, Trajectory

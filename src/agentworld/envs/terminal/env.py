@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentworld.domains.terminal.keys import ActionError, parse_action
 from agentworld.envs.base import Env, Reset, Step
 from agentworld.envs.sandbox import Limits, Sandbox, ensure_rootfs
-from agentworld.envs.terminal.keys import ActionError, parse_action
 from agentworld.envs.terminal.task import TerminalTask
 from agentworld.envs.terminal.tmux import BASHRC, TITLE_PREFIX, PaneGone, PaneState, TmuxPane
 from agentworld.records.trajectory import SimContext

@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agentworld.envs.terminal.keys import action_json
+from agentworld.domains.terminal.keys import action_json
 from agentworld.seeding import keyed_rng
 
 

@@ -22,8 +22,4 @@ def ledger_for(domain: str) -> LedgerRules:
     return NoLedger()
 
 
-rules_for = ledger_for
-"""Former name of :func:`ledger_for` (``agentworld.judge.rules.rules_for`` is the rule
-scorer's); kept until the simulator's modules import the new one."""
-
-__all__ = ["Conflict", "LedgerRules", "LedgerState", "NoLedger", "ledger_for", "parse_tool_call", "rules_for"]
+__all__ = ["Conflict", "LedgerRules", "LedgerState", "NoLedger", "ledger_for", "parse_tool_call"]

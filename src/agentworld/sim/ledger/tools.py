@@ -27,7 +27,7 @@ from agentworld.sim.ledger.base import Conflict, LedgerRules, LedgerState, parse
 from agentworld.sim.ledger.terminal import ShellLedger
 from agentworld.sim.ledger.terminal import apply as apply_shell
 
-__all__ = ["ToolLedger", "result_payload"]
+__all__ = ["ToolLedger"]
 
 
 class ToolLedger(LedgerRules):
