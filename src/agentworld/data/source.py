@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agentworld.data.config import CommonConfig
 from agentworld.data.filters import FilterConfig, FilterReport, filter_trajectories
-from agentworld.data.split import LeakageReport, bench_trajectory_ids, check_leakage, split_trajectories
+from agentworld.data.split import LeakageReport, bench_trajectories, check_leakage, split_trajectories
 from agentworld.domains import domain_of_task
 from agentworld.jsonl import LineError, write_jsonl
 from agentworld.records.trajectory import Trajectory, read_trajectories
@@ -107,19 +107,22 @@ def prepare(config: CommonConfig, out_dir: Path | None = None) -> Prepared:
     """Hold out, filter and split; raises LeakageError when training leaks held-out data
     (unless ``config.allow_leakage``)."""
     trajs, errors = load_inputs(config.inputs, config.domains)
-    bench_ids = bench_trajectory_ids(config.exclude_bench)
+    bench = bench_trajectories(config.exclude_bench)
+    bench_ids = set(bench)
     held_out = [t for t in trajs if t.provenance.split == "test" or t.id in bench_ids]
     pool = [t for t in trajs if not (t.provenance.split == "test" or t.id in bench_ids)]
     # A near-copy of an evaluated episode would teach the model the benchmark's answers:
     # drop it from training rather than fail, since the benchmark asked for it.
-    evaluated = [t for t in held_out if t.id in bench_ids]
+    # The samples' own turns count too: the evaluated trajectory need not be an input.
+    evaluated = [t for t in held_out if t.id in bench_ids] + list(bench.values())
     near = {train_id for _, train_id, _ in
             check_leakage(pool, evaluated, near_duplicate=config.near_duplicate).near_duplicates}
     pool = [t for t in pool if t.id not in near]
     report = FilterReport()
     kept = list(filter_trajectories(pool, FilterConfig(min_turns=config.min_turns), report))
     split = split_trajectories(kept, test_fraction=config.test_fraction, seed=config.seed)
-    leakage = check_leakage(split.train, [*split.test, *held_out], near_duplicate=config.near_duplicate)
+    leakage = check_leakage(split.train, [*split.test, *held_out, *bench.values()],
+                            near_duplicate=config.near_duplicate)
     if not leakage.ok and not config.allow_leakage:
         raise LeakageError(leakage_message(leakage))
     out = Prepared(split.train, split.test, report, leakage, errors, held_out, sorted(near))

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentworld.jsonl import LineError
-from agentworld.records.bench import load_bench_dir
-from agentworld.records.trajectory import Trajectory, read_trajectories
+from agentworld.records.bench import BenchSample, load_bench_dir
+from agentworld.records.trajectory import Trajectory, Turn, read_trajectories
 from agentworld.seeding import unit_hash
 
 _DIGITS = re.compile(r"\d+")
@@ -225,18 +225,32 @@ def trajectory_files(source: str | Path) -> list[Path]:
     return [path]
 
 
-def bench_trajectory_ids(directories: Sequence[str | Path]) -> set[str]:
-    """Ids of the trajectories the benchmark samples under ``directories`` evaluate: a
-    sample's ``trajectory_id``, or failing that its id before the first ``:``."""
-    ids: set[str] = set()
+def bench_trajectories(directories: Sequence[str | Path]) -> dict[str, Trajectory]:
+    """The trajectories the benchmark samples under ``directories`` evaluate, by id (a
+    sample's ``trajectory_id``, or failing that its id before the first ``:``), rebuilt
+    from the longest sample's turns, so near-copies can be found even when the evaluated
+    trajectory itself is not among a build's inputs."""
+    longest: dict[str, BenchSample] = {}
     for directory in directories:
         bench = Path(directory)
         if not bench.is_dir():
             raise FileNotFoundError(f"no such benchmark directory: {bench}")
         for s in load_bench_dir(bench).samples:
             tid = (s.model_extra or {}).get("trajectory_id")
-            ids.add(str(tid) if tid is not None else s.id.split(":", 1)[0])
-    return ids
+            key = str(tid) if tid is not None else str(s.id).split(":", 1)[0]
+            if key not in longest or s.turn_idx > longest[key].turn_idx:
+                longest[key] = s
+    return {
+        key: Trajectory(id=key, domain=s.domain, turns=[
+            Turn(action=a, observation=o) for a, o in [*s.history(), (s.turn_prompt, s.ground_truth)]
+        ])
+        for key, s in longest.items()
+    }
+
+
+def bench_trajectory_ids(directories: Sequence[str | Path]) -> set[str]:
+    """Ids of the trajectories the benchmark samples under ``directories`` evaluate."""
+    return set(bench_trajectories(directories))
 
 
 def select_split(sources: Sequence[str | Path], *, split: str = "train",
