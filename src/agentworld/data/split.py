@@ -76,24 +76,30 @@ def near_duplicate_pairs(
     the Jaccard of pairs proposed by rarer ones). With ``boundary`` only pairs across it
     (i < boundary <= j) are compared: a leakage check needs no train-train pairs.
     """
-    index: dict[bytes, list[int]] = defaultdict(list)
-    for i, fp in enumerate(fps):
-        for f in fp:
-            index[f].append(i)
-    pairs = []
+    # With a boundary only the right side is indexed: the left is only ever looked up.
     low = boundary if boundary is not None else 0
-    for i, fp in enumerate(fps[:boundary] if boundary is not None else fps):
+    index: dict[object, list[int]] = defaultdict(list)
+    for j in range(low, len(fps)):
+        for f in fps[j]:
+            index[f].append(j)
+    pairs = []
+    for i in range(boundary if boundary is not None else len(fps)):
+        fp = fps[i]
         shared: dict[int, int] = defaultdict(int)
         for f in fp:
-            posting = index[f]
-            if len(posting) > max_df:
+            posting = index.get(f)
+            if posting is None or len(posting) > max_df:
                 continue
             for j in posting:
-                if j > i and j >= low:
+                if j > i:
                     shared[j] += 1
         for j in shared:
-            inter = len(fp & fps[j])
-            union = len(fp | fps[j])
+            other = fps[j]
+            # Jaccard is at most the size ratio: skip the set operations when that is too low.
+            if min(len(fp), len(other)) < threshold * max(len(fp), len(other)):
+                continue
+            inter = len(fp & other)
+            union = len(fp) + len(other) - inter
             jac = inter / union if union else 0.0
             if jac >= threshold:
                 pairs.append((i, j, jac))
