@@ -265,8 +265,8 @@ def select_split(sources: Sequence[str | Path], *, split: str = "train",
     ``agentworld collect``).
 
     ``test`` keeps the held-out trajectories; ``train`` keeps every other one, including
-    trajectories recorded without a split. With ``exclude_bench``, trajectories whose id a
-    benchmark sample there names (``trajectory_id``) are left out too, so a training set
+    trajectories recorded without a split. With ``exclude_bench``, trajectories a
+    benchmark sample there evaluates (:func:`bench_trajectories`) are left out too, so a training set
     or a retrieval index never holds an evaluated episode. Bad lines are skipped and
     listed in ``errors``.
     """
