@@ -6,6 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p runs/smolft
-agentworld data split benchmarks/local/trajectories --split train -o runs/smolft/train_trajs.jsonl
+agentworld data split benchmarks/local/trajectories --split train --exclude-bench benchmarks/local -o runs/smolft/train_trajs.jsonl
 agentworld data build cpt --config configs/data/cpt_smol_default.yaml
 agentworld train cpt --config configs/train/cpt_smol_default.yaml

@@ -204,6 +204,8 @@ def build(
     inputs: Annotated[list[str] | None, typer.Option("--input", "-i", help="Trajectory file or folder (repeatable); replaces the config's inputs.")] = None,
     output_dir: Annotated[str | None, typer.Option("--out", "-o", help="Output directory; replaces the config's output_dir.")] = None,
     restart: Annotated[bool, typer.Option(help="Discard the resume log in the output directory and start over.")] = False,
+    exclude_bench: Annotated[list[str] | None, typer.Option("--exclude-bench", help="Benchmark directory (repeatable): never train on the trajectories it evaluates or near-duplicates of them; adds to the config's exclude_bench.")] = None,
+    allow_leakage: Annotated[bool, typer.Option("--allow-leakage", help="Build even when held-out trajectories leak into training (reported, not fatal).")] = False,
     set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE override of any config key, e.g. k=5 or backend_options.model=M (repeatable).")] = None,
     pairs: Annotated[list[str] | None, typer.Argument(help="More KEY=VALUE overrides.", metavar="KEY=VALUE", show_default=False)] = None,
 ) -> None:
@@ -218,10 +220,12 @@ def build(
     from agentworld.data.resume import ConfigChanged
     from agentworld.data.source import LeakageError
 
-    flags = {"inputs": inputs or None, "output_dir": output_dir}
+    flags = {"inputs": inputs or None, "output_dir": output_dir, "allow_leakage": allow_leakage or None}
     try:
         overrides = {**parse_overrides([*(set_ or []), *(pairs or [])]), **{k: v for k, v in flags.items() if v is not None}}
         config = load_build_config(kind.value, config_file, overrides)
+        if exclude_bench:
+            config = config.model_copy(update={"exclude_bench": [*config.exclude_bench, *exclude_bench]})
     except FileNotFoundError as exc:
         raise fail(str(exc), f"start from configs/data/{kind.value}.yaml") from None
     except ConfigError as exc:
@@ -244,12 +248,24 @@ def build(
     except ConfigChanged as exc:
         raise fail(str(exc), "pass --restart to start over, or choose another --out") from None
     except LeakageError as exc:
-        raise fail(str(exc), "lower the near-duplicate threshold or deduplicate the inputs") from None
+        raise fail(f"leakage: {exc}", "drop the leaked trajectories from the inputs (agentworld data split "
+                   "--exclude-bench DIR), pass --exclude-bench DIR, or --allow-leakage to build anyway") from None
     except FileNotFoundError as exc:
         raise fail(str(exc), "check inputs, knowledge and tokenizer paths in the config") from None
     except ImportError as exc:
         raise fail(f"building datasets needs {exc.name or 'an optional dependency'}", "pip install 'agentworld[train]'") from None
     _print_build_report(kind, report.to_dict())
+
+
+def _print_leakage(prep: dict) -> None:
+    leak = prep["leakage"]
+    held = prep["test_trajectories"] + prep["held_out_trajectories"]
+    if leak["ok"]:
+        out.print(f"leakage: ok ({held} held out, {prep['excluded_trajectories']} excluded from training)")
+        return
+    examples = ", ".join(f"{a} ~ {b}" for a, b, _ in leak["near_duplicates"][:3])
+    console.print(f"[yellow]leakage (allowed):[/] {len(leak['shared_ids'])} held-out id(s) in training, "
+                  f"{len(leak['near_duplicates'])} near-duplicate(s) of {held} held out" + (f" (e.g. {examples})" if examples else ""))
 
 
 def _print_build_report(kind: BuildKind, rep: dict) -> None:
@@ -258,7 +274,9 @@ def _print_build_report(kind: BuildKind, rep: dict) -> None:
     prep = rep["prepared"]
     for line in prep.get("bad_lines", [])[:10]:
         console.print(f"[yellow]skipped[/] {line}")
-    out.print(f"trajectories: {prep['train_trajectories']} train, {prep['test_trajectories']} held out")
+    out.print(f"trajectories: {prep['train_trajectories']} train, {prep['test_trajectories']} test split, "
+              f"{prep['excluded_trajectories']} excluded from training")
+    _print_leakage(prep)
     dropped = dropped_counts(prep["filters"])
     if dropped:
         out.print("filters: " + ", ".join(f"{k} {v}" for k, v in dropped.items()))

@@ -26,6 +26,11 @@ class CommonConfig(Config):
     seed: int = opt(0, "Seed of every random decision (split, loss keep, turn choice, prompt variant).")
     test_fraction: float = opt(0.0, "Share of trajectories held out (by trajectory, leakage-checked); 0 = none.")
     domains: list[str] = opt([], "Only these domains (empty = all).")
+    exclude_bench: list[str] = opt(
+        [], "Benchmark directories: never train on the trajectories their samples evaluate, or near-duplicates of them."
+    )
+    near_duplicate: float = opt(0.9, "Jaccard of masked word n-grams at which two trajectories count as near-duplicates.")
+    allow_leakage: bool = opt(False, "Build even when held-out trajectories have copies or near-duplicates in training.")
     min_turns: int = opt(2, "Drop trajectories with fewer turns (after removing empty and no-change turns).")
     workers: int = opt(0, "Worker processes for CPU-bound steps (0 = all cores).")
 
