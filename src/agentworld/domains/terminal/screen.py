@@ -19,10 +19,6 @@ PROMPT_START = re.compile(rf"^{_CORE}(?: |$)", re.MULTILINE)
 """A prompt at the start of a line, with or without a command typed after it."""
 
 
-def is_prompt_line(line: str) -> bool:
-    return PROMPT_LINE.match(line.strip()) is not None
-
-
 def last_prompt(text: str) -> str | None:
     """The last shell prompt on a screen (a bare one or with a command after it), e.g.
     ``root@sandbox:/workspace#``."""

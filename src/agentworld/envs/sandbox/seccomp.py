@@ -80,10 +80,3 @@ def filter_path() -> Path:
     os.chmod(tmp, 0o444)
     os.replace(tmp, path)
     return path
-
-
-def open_filter() -> int:
-    """A fresh read-only descriptor of the filter, inheritable, for ``bwrap --seccomp FD``."""
-    fd = os.open(filter_path(), os.O_RDONLY)
-    os.set_inheritable(fd, True)
-    return fd
