@@ -137,6 +137,21 @@ def test_every_backend_command_rejects_a_bad_spec_cleanly(tmp_path) -> None:
                  "cannot load backend", "no config.json")
 
 
+def test_replay_without_a_cache_is_refused_by_every_command(tmp_path) -> None:
+    """``--cache-mode replay`` promises no live call: without ``--cache`` it is an error,
+    never a silently uncached run."""
+    store = tmp_path / "t.jsonl"
+    write_trajectories(store, [Trajectory(id="a", domain="mcp", turns=[Turn(action="{}", observation="x")])])
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"name": "get_time", "inputSchema": {"type": "object"}}]))
+    actions = tmp_path / "actions.json"
+    actions.write_text("[]")
+    spec = ["-b", f"retrieval:{store}", "--cache-mode", "replay"]
+    for args in (["predict", "--domain", "mcp", "--action", "{}"],
+                 ["sim", "run", str(actions), "--tools", str(tools), "-o", str(tmp_path / "o.jsonl")]):
+        _clean_error(runner.invoke(app, [*args, *spec]), "--cache-mode replay needs --cache FILE")
+
+
 def test_judges_take_a_label_and_a_spec(tmp_path) -> None:
     from test_bench_runs import make_bench
 

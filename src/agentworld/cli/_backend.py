@@ -1,4 +1,6 @@
-"""The backend options every command shares: ``--backend SPEC`` and ``--opt KEY=VALUE``.
+"""What every command that runs or serves a world model shares: ``--backend SPEC`` and
+``--opt KEY=VALUE``, the response cache (``--cache``/``--cache-mode``) and a server's
+token and request limit.
 
 The grammar and its parser live in :mod:`agentworld.models.spec`; this module only turns
 its errors into clean CLI errors and shows a status line while a backend loads.
@@ -6,6 +8,7 @@ its errors into clean CLI errors and shows a status line while a backend loads.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -51,3 +54,31 @@ def load_cli_backend(text: str, opts: list[str] | None = None, **defaults: Any) 
     """``--backend``/``--opt`` straight to a built backend (for commands with nothing to
     check before it)."""
     return open_backend(backend_spec(text, opts, **defaults))
+
+
+def open_cache(path: Path | None, mode: str):
+    """The response cache for ``--cache``/``--cache-mode``, or None."""
+    from agentworld.models import CacheMode, ResponseCache
+
+    if mode not in CacheMode.__members__:
+        raise fail(f"bad --cache-mode {mode!r}", "use off, rw or replay")
+    if path is None:
+        if mode == "replay":
+            raise fail("--cache-mode replay needs --cache FILE", "point --cache at the cache a previous run filled")
+        return None
+    if mode == "off":
+        return None
+    try:
+        return ResponseCache(path, mode)
+    except FileNotFoundError as exc:
+        raise fail(str(exc), "run once with --cache-mode rw to fill it") from None
+
+
+def server_policy(token: str | None, max_request_bytes: int) -> Any:
+    """The bearer token (``--token`` or ``$AGENTWORLD_TOKEN``) and request size limit of a server."""
+    from agentworld.serving import ServerPolicy, resolve_token
+
+    try:
+        return ServerPolicy(token=resolve_token(token), max_request_bytes=max_request_bytes)
+    except ValueError as exc:
+        raise fail(str(exc), "--max-request-bytes takes a positive byte count; --token a non-empty string") from None

@@ -11,31 +11,13 @@ from rich import box
 from rich.progress import TextColumn
 from rich.table import Table
 
-from agentworld.cli._backend import BackendOpt, OptsOpt, backend_spec, open_backend
+from agentworld.cli._backend import BackendOpt, OptsOpt, backend_spec, open_backend, open_cache
 from agentworld.cli._common import console, fail, out, progress, report_line_errors
 
 app = typer.Typer(help="AgentWorldBench: run a world model on samples, judge, score, report.", no_args_is_help=True)
 
 CacheModeOpt = Annotated[str, typer.Option("--cache-mode", help="off | rw (read hits, store new) | replay (hits only; a miss is an error).")]
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Empty the output file first (it was written with other settings).")]
-
-
-def open_cache(path: Path | None, mode: str):
-    """The response cache for ``--cache``/``--cache-mode``, or None."""
-    from agentworld.models import CacheMode, ResponseCache
-
-    if mode not in CacheMode.__members__:
-        raise fail(f"bad --cache-mode {mode!r}", "use off, rw or replay")
-    if path is None:
-        if mode == "replay":
-            raise fail("--cache-mode replay needs --cache FILE", "point --cache at the cache a previous run filled")
-        return None
-    if mode == "off":
-        return None
-    try:
-        return ResponseCache(path, mode)
-    except FileNotFoundError as exc:
-        raise fail(str(exc), "run once with --cache-mode rw to fill it") from None
 
 
 def run_guarded(coro_fn):

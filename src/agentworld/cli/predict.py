@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.panel import Panel
 
-from agentworld.cli._backend import BackendOpt, OptsOpt, load_cli_backend
+from agentworld.cli._backend import BackendOpt, OptsOpt, load_cli_backend, open_cache, server_policy
 from agentworld.cli._common import console, fail, out
 
 app = typer.Typer(
@@ -62,7 +62,7 @@ def predict(
     show_reasoning: bool = typer.Option(False, "--reasoning", help="Show the model's reasoning."),
 ) -> None:
     """Predict the next observation for one action, or run an interactive simulated session."""
-    from agentworld.models import ResponseCache, WorldModel
+    from agentworld.models import WorldModel
     from agentworld.sim import SimEnv
     from agentworld.sim.loading import InputError, fresh_start, load_start
 
@@ -78,10 +78,7 @@ def predict(
     action = action if action is not None else start.action
     if action is None and not interactive:
         raise fail("no action to answer", "pass --action TEXT, a --turn of the trajectory, or --interactive")
-    try:
-        response_cache = ResponseCache(cache, mode=cache_mode) if cache else None
-    except (FileNotFoundError, ValueError) as exc:
-        raise fail(f"cannot open the cache: {exc}", "--cache-mode is off, rw or replay; replay needs an existing file") from None
+    response_cache = open_cache(cache, cache_mode)
     # A fresh session's --domain also picks the retrieval index, unless the spec fixes one.
     wm = WorldModel(load_cli_backend(backend, opt, domain=domain), cache=response_cache)
     # The simulator plays the session; without the ledger in the prompt the world model
@@ -199,14 +196,10 @@ def serve(
 ) -> None:
     """Serve a world model at an OpenAI-compatible /v1/chat/completions endpoint."""
     from agentworld.models.serve import create_app, run_server
-    from agentworld.serving import ServerPolicy, resolve_token
 
     if not 0.0 <= fail_rate < 1.0:
         raise fail("--fail-rate must be in [0, 1)")
-    try:
-        policy = ServerPolicy(token=resolve_token(token), max_request_bytes=max_request_bytes)
-    except ValueError as exc:
-        raise fail(str(exc), "--max-request-bytes takes a positive byte count; --token a non-empty string") from None
+    policy = server_policy(token, max_request_bytes)
     if fault not in ("http", "malformed", "mixed") or delay < 0:
         raise fail(f"bad --fault {fault!r} or --delay {delay}", "--fault is http, malformed or mixed; --delay is seconds >= 0")
     instance = load_cli_backend(backend, opt)

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import typer
 from rich.table import Table
 
-from agentworld.cli._backend import BackendOpt, OptsOpt, backend_spec, open_backend, with_defaults
+from agentworld.cli._backend import BackendOpt, OptsOpt, backend_spec, open_backend, open_cache, server_policy, with_defaults
 from agentworld.cli._common import console, fail, out
 
 T = TypeVar("T")
@@ -38,17 +38,11 @@ MAX_TOKENS = typer.Option(None, "--max-tokens")
 def _world_model(model_spec, cache, cache_mode, *, domain: str | None, concurrency: int = 4):
     """The world model for a parsed ``--backend`` spec (parsed first, so a bad spec fails
     before any scenario or environment work)."""
-    from agentworld.models import ResponseCache, WorldModel
+    from agentworld.models import WorldModel
 
     # The retrieval index follows the scenario's domain unless the spec fixes one.
     be = open_backend(with_defaults(model_spec, domain=domain))
-    rc = None
-    if cache is not None:
-        try:
-            rc = ResponseCache(cache, mode=cache_mode)
-        except (ValueError, FileNotFoundError) as exc:
-            raise fail(f"cannot open the cache: {exc}", "--cache-mode replay needs a cache recorded in rw mode") from None
-    return WorldModel(be, cache=rc, concurrency=concurrency)
+    return WorldModel(be, cache=open_cache(cache, cache_mode), concurrency=concurrency)
 
 
 def _checked(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -107,20 +101,11 @@ def serve(
     limits = Limits(max_sessions=max_sessions, max_inflight=max_inflight, max_waiting=max_waiting)
     manager = SessionManager(wm, sc, perturbations=spec, config=_gen(temperature, max_tokens),
                              limits=limits, resample=resample, record=record)
-    policy = _policy(token, max_request_bytes)
+    policy = server_policy(token, max_request_bytes)
     auth = "bearer token required" if policy.token else "no token"
     console.print(f"simulating [bold]{sc.domain}[/] scenario {sc.id!r} with {wm.model_id} on http://{host}:{port} ({auth})")
     # The app's shutdown closes, and so records, every open session.
     serving.run(create_app(manager, policy), host=host, port=port, policy=policy)
-
-
-def _policy(token: str | None, max_request_bytes: int):
-    from agentworld.serving import ServerPolicy, resolve_token
-
-    try:
-        return ServerPolicy(token=resolve_token(token), max_request_bytes=max_request_bytes)
-    except ValueError as exc:
-        raise fail(str(exc), "--max-request-bytes takes a positive byte count; --token a non-empty string") from None
 
 
 @app.command()
@@ -149,7 +134,7 @@ def mcp(
         raise fail(f"unknown transport {transport!r}", "use stdio or http")
     if max_history < 0 or max_clients < 1:
         raise fail("--max-history must be >= 0 and --max-clients >= 1")
-    policy = _policy(token, max_request_bytes)
+    policy = server_policy(token, max_request_bytes)
     wm = _world_model(model_spec, cache, cache_mode, domain=sc.domain)
     try:
         facade = SimulatedToolServer(SimEnv(wm, sc, perturbations=spec, resample=resample), seed=seed,
