@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -103,8 +104,12 @@ def load_inputs(
     """The trainer's dataset (only ``columns``), tokenizer and model."""
     from transformers import AutoTokenizer
 
-    # A run bounded by max_steps streams its rows; an epoch-based one needs their count.
-    streaming = getattr(config, "max_steps", -1) > 0
+    from agentworld.data.parquet import num_rows
+
+    # A run bounded by max_steps streams its rows, if they fill an optimizer step (a
+    # shorter stream never completes one); an epoch-based run needs the row count.
+    step_rows = config.per_device_train_batch_size * config.gradient_accumulation_steps * int(os.environ.get("WORLD_SIZE", 1))
+    streaming = config.max_steps > 0 and num_rows(config.data) >= step_rows
     dataset = load_dataset(config.data, trainer, columns, streaming=streaming).select_columns(sorted(columns))
     path = resolve_model(config.model)
     extra = {"padding_side": padding_side} if padding_side else {}
@@ -153,7 +158,9 @@ def trainer_arguments(config: TrainFields) -> Any:
     """The trainer's own argument object (``TrainingArguments``, ``SFTConfig``,
     ``GRPOConfig``) from the config; on a machine without an accelerator training runs
     on the CPU unless the config says otherwise."""
-    return config.trainer_args(use_cpu=not _has_accelerator())
+    # Each process reads its own batches: dispatching from the main process would stack
+    # the padding-free CPT rows of different lengths (TRL's trainers force this too).
+    return config.trainer_args(use_cpu=not _has_accelerator(), accelerator_config={"dispatch_batches": False})
 
 
 def _has_accelerator() -> bool:
