@@ -15,6 +15,18 @@ from agentworld.data.source import load_inputs
 RECORDED = Path(__file__).resolve().parents[1] / "benchmarks" / "local" / "trajectories"
 
 
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with the numba kernel and with the numpy fallback."""
+    if request.param == "numpy":
+        monkeypatch.setattr(_wordsets, "_compiled_kernel", lambda: None)
+    elif _wordsets._compiled_kernel() is None:
+        pytest.skip("numba is not installed")
+    else:
+        monkeypatch.setattr(_wordsets, "COMPILED_MIN_TURNS", 0)
+    return request.param
+
+
 def assert_same(batch: MaskBatch, ref: MaskBatch) -> None:
     for name in MaskBatch.__dataclass_fields__:
         got, want = getattr(batch, name), getattr(ref, name)

@@ -1,21 +1,28 @@
-"""Sizes of per-turn word sets for a whole batch of turns, in numpy.
+"""Sizes of per-turn word sets for a whole batch of turns, without a Python object per word.
 
 For every turn, the sizes of A (the action's word set), O (the observation's) and A∩O,
 where a word set is :func:`agentworld.data.masking.words`: the distinct ``\\w+`` runs of
 the lowercased text. Building a Python set per turn makes a string object per word,
-which bounded the old code to about 10k turns/s; here a batch is one buffer, words are
-found as runs of word characters in a boolean array, each word is hashed from its 8-byte
-chunks (all chunks of all words at once), and distinct (turn, word, side) keys are counted after one sort.
+which bounded the old code to about 25k turns/s per core; here a batch of turns is one
+buffer of character codes with a word-character flag per character.
 
-Two words are taken as equal when their 64-bit hashes, cut to the bits left beside the
-turn number (48 for a batch of 20k turns), are equal; within one turn of a few hundred
-words the chance of a false match is below 1e-10.
+With numba installed, :func:`_count_words` (compiled once, cached on disk) reads each
+word, hashes it as it goes and counts distinct words per turn in a table stamped with
+the turn number: one pass, no per-turn Python. Without numba, :func:`_count_numpy` does
+the same in numpy: words are runs of word characters, each is hashed from its 8-byte
+chunks (all chunks of all words at once), and distinct (turn, word, side) keys are
+counted after one sort.
+
+Two words are taken as equal when their 64-bit hashes are (the numpy path keeps the
+bits left beside the turn number, 52 for a batch of 2048 turns); within one turn of a
+few hundred words the chance of a false match is below 1e-10.
 
 Turns whose action and observation are both ASCII (most) take a bytes path: one
 ``bytes.translate`` lowercases and blanks every non-word byte. The others are lowercased
 per text (``str.lower`` may change the length, and the final-sigma rule looks at
-neighbours, so the texts are not lowercased joined) and read as UTF-32, with the word
-class of each character from a table built once (astral characters: asked per batch).
+neighbours, so the texts are not lowercased joined) and read as UTF-16 code units (or
+UTF-32 with astral characters), with the word class of each character from a table the
+regex engine itself fills once (astral characters: asked per batch).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import functools
 import operator
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,16 +50,24 @@ BATCH_TURNS = 2048
 """Turns counted together: larger batches fall out of the CPU caches and run slower."""
 
 
+COMPILED_MIN_TURNS = 10_000
+"""Calls with fewer turns use numpy: loading numba and its cached kernel takes a second
+or two per process, more than numpy spends on a few thousand turns."""
+
+
 def set_sizes(actions: Sequence[str], observations: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """|A|, |O| and |A∩O| of every turn (int64 arrays, input order)."""
-    parts = [_set_sizes(actions[i : i + BATCH_TURNS], observations[i : i + BATCH_TURNS])
+    kernel = _compiled_kernel() if len(actions) >= COMPILED_MIN_TURNS else None
+    parts = [_set_sizes(actions[i : i + BATCH_TURNS], observations[i : i + BATCH_TURNS], kernel)
              for i in range(0, len(actions), BATCH_TURNS)]
     if not parts:
         return tuple(np.zeros(0, dtype=np.int64) for _ in range(3))  # type: ignore[return-value]
     return tuple(np.concatenate(cols) for cols in zip(*parts))  # type: ignore[return-value]
 
 
-def _set_sizes(actions: Sequence[str], observations: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _set_sizes(
+    actions: Sequence[str], observations: Sequence[str], kernel: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = len(actions)
     na, no, inter = (np.zeros(n, dtype=np.int64) for _ in range(3))
     if n == 0:
@@ -71,7 +87,12 @@ def _set_sizes(actions: Sequence[str], observations: Sequence[str]) -> tuple[np.
         segments: list[str] = [""] * (2 * len(rows))
         segments[0::2], segments[1::2] = acts, obs  # turn k: segments 2k (action), 2k+1
         buf, is_word, unit, seg_starts = path(segments)
-        a, o, i = _count(buf, is_word, unit, seg_starts, len(rows))
+        if kernel is not None:
+            codes = np.frombuffer(buf, dtype={1: np.uint8, 2: np.uint16, 4: np.uint32}[unit])
+            ends = np.append(seg_starts[1:] - 1, len(codes))
+            a, o, i = kernel(codes, is_word, seg_starts, ends, len(rows))
+        else:
+            a, o, i = _count_numpy(buf, is_word, unit, seg_starts, len(rows))
         na[rows], no[rows], inter[rows] = a, o, i
     return na, no, inter
 
@@ -114,12 +135,80 @@ def _unicode_words(segments: list[str]) -> tuple[bytes, np.ndarray, int, np.ndar
 
 @functools.cache
 def _bmp_word_table() -> np.ndarray:
-    """Whether each Basic Multilingual Plane character is a word character: \\w in a
-    str pattern is str.isalnum() or the underscore."""
-    return np.array([chr(c).isalnum() or c == 0x5F for c in range(0x10000)], dtype=bool)
+    """Whether each Basic Multilingual Plane character is a word character, asked of the
+    regex engine itself (one pass over all 65,536 characters)."""
+    table = np.zeros(0x10000, dtype=bool)
+    every = "".join(map(chr, range(0x10000)))
+    table[np.fromiter(map(ord, re.findall(r"\w", every)), dtype=np.int64)] = True
+    return table
 
 
-def _count(
+@functools.cache
+def _compiled_kernel():  # type: ignore[no-untyped-def]
+    """:func:`_count_words` compiled by numba (cached on disk), or None without numba."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba.njit(cache=True, nogil=True)(_count_words)
+
+
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+
+
+def _count_words(codes, is_word, starts, ends, turns):  # type: ignore[no-untyped-def]
+    """|A|, |O|, |A∩O| per turn in one pass over the characters (compiled by numba).
+
+    Each word is hashed (FNV-1a, then a 64-bit finaliser) as it is read and put in an
+    open-addressing table whose slots are stamped with the turn number, so the table
+    is never cleared between turns. It has at least twice as many slots as a turn has
+    characters, hence more than twice as many as its words.
+    """
+    na = np.zeros(turns, dtype=np.int64)
+    no = np.zeros(turns, dtype=np.int64)
+    inter = np.zeros(turns, dtype=np.int64)
+    longest = 0
+    for t in range(turns):
+        longest = max(longest, ends[2 * t + 1] - starts[2 * t])
+    cap = 16
+    while cap < 2 * longest + 2:
+        cap *= 2
+    mask = np.uint64(cap - 1)
+    keys = np.zeros(cap, dtype=np.uint64)
+    stamp = np.full(cap, -1, dtype=np.int64)
+    seen = np.zeros(cap, dtype=np.uint8)  # bit 0: in the action, bit 1: in the observation
+    for t in range(turns):
+        for side in range(2):
+            i, end = starts[2 * t + side], ends[2 * t + side]
+            while i < end:
+                if not is_word[i]:
+                    i += 1
+                    continue
+                h = _FNV_OFFSET
+                while i < end and is_word[i]:
+                    h = (h ^ np.uint64(codes[i])) * _FNV_PRIME
+                    i += 1
+                h = (h ^ (h >> np.uint64(33))) * np.uint64(0xFF51AFD7ED558CCD)
+                h ^= h >> np.uint64(33)
+                j = h & mask
+                while stamp[j] == t and keys[j] != h:
+                    j = (j + np.uint64(1)) & mask
+                if stamp[j] != t:
+                    stamp[j], keys[j], seen[j] = t, h, 1 << side
+                    if side == 0:
+                        na[t] += 1
+                    else:
+                        no[t] += 1
+                elif side == 1 and not seen[j] & 2:
+                    seen[j] |= 2
+                    no[t] += 1
+                    if seen[j] & 1:
+                        inter[t] += 1
+    return na, no, inter
+
+
+def _count_numpy(
     buf: bytes, is_word: np.ndarray, unit: int, seg_starts: np.ndarray, turns: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     m = len(is_word)

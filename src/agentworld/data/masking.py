@@ -32,6 +32,7 @@ spread over worker processes. :func:`turn_stats` is the readable per-turn defini
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
 from collections import deque
@@ -139,7 +140,7 @@ def keep_draw(seed: int, trajectory_id: str, turn_idx: int) -> float:
     return unit_hash(seed, "loss-keep", trajectory_id, turn_idx)
 
 
-def keep_draws(seed: int, keys: Sequence[tuple[str, int]]) -> np.ndarray:
+def keep_draws(seed: int, keys: Iterable[tuple[str, int]]) -> np.ndarray:
     """:func:`keep_draw` of many (trajectory id, turn index) keys at once.
 
     The same blake2b digest as :func:`~agentworld.seeding.unit_hash`; the shared key
@@ -198,13 +199,14 @@ def _batch(na: np.ndarray, no: np.ndarray, inter: np.ndarray, ac: np.ndarray, oc
 
 
 def _compute(items: Sequence[TurnKey], seed: int) -> MaskBatch:
-    actions = [it[2] for it in items]
-    observations = [it[3] for it in items]
+    n = len(items)
+    if n == 0:
+        return reference_batch(items, seed)
+    tids, idxs, actions, observations = zip(*items)  # columns, transposed in C
     na, no, inter = set_sizes(actions, observations)
-    ac = np.fromiter(map(len, actions), dtype=np.int64, count=len(items))
-    oc = np.fromiter(map(len, observations), dtype=np.int64, count=len(items))
-    draws = keep_draws(seed, [(it[0], it[1]) for it in items])
-    return _batch(na, no, inter, ac, oc, draws)
+    ac = np.fromiter(map(len, actions), dtype=np.int64, count=n)
+    oc = np.fromiter(map(len, observations), dtype=np.int64, count=n)
+    return _batch(na, no, inter, ac, oc, keep_draws(seed, zip(tids, idxs)))
 
 
 def reference_batch(items: Sequence[TurnKey], seed: int) -> MaskBatch:
@@ -222,14 +224,9 @@ def reference_batch(items: Sequence[TurnKey], seed: int) -> MaskBatch:
 
 
 def _chunks(items: Iterable[TurnKey], size: int) -> Iterator[list[TurnKey]]:
-    buf: list[TurnKey] = []
-    for item in items:
-        buf.append(item)
-        if len(buf) >= size:
-            yield buf
-            buf = []
-    if buf:
-        yield buf
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
 
 
 def resolve_workers(workers: int | None) -> int:
