@@ -67,7 +67,7 @@ def main() -> None:
     # One-time costs (numba loading or compiling the kernel, the word-character table)
     # are paid before timing, once per process; printed apart.
     start = time.perf_counter()
-    mask_turns(items[:100], seed=0, workers=1)
+    mask_turns(items[: _wordsets.COMPILED_MIN_TURNS], seed=0, workers=1)
     kernel = "numba kernel" if _wordsets._compiled_kernel() is not None else "numpy fallback (no numba)"
     print(f"batch code: {kernel}, start-up {time.perf_counter() - start:.2f}s (once per process)")
     old, old_wall, old_cpu = measure(lambda: reference_batch(items, 0), n)
