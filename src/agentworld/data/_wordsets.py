@@ -14,7 +14,7 @@ chunks (all chunks of all words at once), and distinct (turn, word, side) keys a
 counted after one sort.
 
 Two words are taken as equal when their 64-bit hashes are (the numpy path keeps the
-bits left beside the turn number, 52 for a batch of 2048 turns); within one turn of a
+bits left beside the turn number and the side, 51 for a batch of 2048 turns); within one turn of a
 few hundred words the chance of a false match is below 1e-10.
 
 Turns whose action and observation are both ASCII (most) take a bytes path: one
