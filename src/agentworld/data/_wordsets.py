@@ -62,7 +62,7 @@ def set_sizes(actions: Sequence[str], observations: Sequence[str]) -> tuple[np.n
              for i in range(0, len(actions), BATCH_TURNS)]
     if not parts:
         return tuple(np.zeros(0, dtype=np.int64) for _ in range(3))  # type: ignore[return-value]
-    return tuple(np.concatenate(cols) for cols in zip(*parts))  # type: ignore[return-value]
+    return tuple(np.concatenate(cols) for cols in zip(*parts, strict=True))  # type: ignore[return-value]
 
 
 def _set_sizes(

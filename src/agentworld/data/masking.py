@@ -202,11 +202,11 @@ def _compute(items: Sequence[TurnKey], seed: int) -> MaskBatch:
     n = len(items)
     if n == 0:
         return reference_batch(items, seed)
-    tids, idxs, actions, observations = zip(*items)  # columns, transposed in C
+    tids, idxs, actions, observations = zip(*items, strict=True)  # columns, transposed in C
     na, no, inter = set_sizes(actions, observations)
     ac = np.fromiter(map(len, actions), dtype=np.int64, count=n)
     oc = np.fromiter(map(len, observations), dtype=np.int64, count=n)
-    return _batch(na, no, inter, ac, oc, keep_draws(seed, zip(tids, idxs)))
+    return _batch(na, no, inter, ac, oc, keep_draws(seed, zip(tids, idxs, strict=True)))
 
 
 def reference_batch(items: Sequence[TurnKey], seed: int) -> MaskBatch:
