@@ -34,20 +34,35 @@ class Converted:
     samples: dict[str, int] = field(default_factory=dict)
     """Samples written per domain, to ``out_dir/<domain>_test.jsonl``."""
     errors: list[LineError] = field(default_factory=list)
+    fmt: str = "jsonl"
+    """jsonl, parquet or both (agentworld.data.parquet)."""
 
     def path(self, domain: str) -> Path:
         return self.out_dir / f"{domain}_test.jsonl"
 
+    def files(self, domain: str) -> list[Path]:
+        """The files written for ``domain``: JSONL and/or Parquet."""
+        jsonl, parquet = self.path(domain), self.out_dir / f"{domain}_test.parquet"
+        return {"jsonl": [jsonl], "parquet": [parquet], "both": [jsonl, parquet]}[self.fmt]
+
 
 def convert_trajectories(
     paths: Sequence[Path], out_dir: Path, *, policy: TurnPolicy = TurnPolicy.spread, fraction: float | None = None,
-    seed: int = 0, strict: bool = False,
+    seed: int = 0, strict: bool = False, fmt: str = "jsonl",
 ) -> Converted:
     """Turn the trajectories in ``paths`` into benchmark samples (the turns ``policy``
-    picks, a seeded ``fraction`` of them if given), one file per domain under ``out_dir``."""
+    picks, a seeded ``fraction`` of them if given), one file per domain under ``out_dir``:
+    ``<domain>_test.jsonl`` and/or, with ``fmt`` parquet or both, ``<domain>_test.parquet``."""
     loaded = read_trajectory_files(paths, strict=strict)
-    result = Converted(out_dir=out_dir, trajectories=len(loaded.items), errors=loaded.errors)
+    result = Converted(out_dir=out_dir, trajectories=len(loaded.items), errors=loaded.errors, fmt=fmt)
     if loaded.items:
         samples = list(trajectories_to_samples(loaded.items, policy=policy, fraction=fraction, seed=seed))
         result.samples = write_bench_dir(out_dir, samples)
+        if fmt != "jsonl":
+            from agentworld.data.parquet import jsonl_to_parquet
+
+            for domain in result.samples:
+                jsonl_to_parquet(result.path(domain))
+                if fmt == "parquet":
+                    result.path(domain).unlink()
     return result

@@ -19,6 +19,14 @@ from agentworld.records.trajectory import write_trajectories
 if TYPE_CHECKING:  # the data package loads numpy: imported in the commands that need it
     from agentworld.data.stats import DomainSize, MaskRow
 
+class DataFormat(StrEnum):
+    """How a dataset is written (agentworld.data.parquet)."""
+
+    jsonl = "jsonl"
+    parquet = "parquet"
+    both = "both"
+
+
 app = typer.Typer(help="Convert trajectories to benchmark samples, inspect datasets, build training sets.", no_args_is_help=True)
 
 
@@ -30,12 +38,15 @@ def convert(
     fraction: Annotated[float | None, typer.Option(help="Keep this seeded share of the chosen turns.")] = None,
     seed: Annotated[int, typer.Option(help="Seed for random turn choice and subsampling.")] = 0,
     strict: Annotated[bool, typer.Option(help="Stop at the first bad line instead of skipping it.")] = False,
+    fmt: Annotated[DataFormat, typer.Option("--format", help="jsonl (what `bench` reads), parquet (<domain>_test.parquet, Hugging Face datasets) or both.")] = DataFormat.jsonl,
 ) -> None:
     """Turn trajectories into AgentWorldBench samples (one file per domain)."""
     from agentworld.bench.convert import convert_trajectories
 
     try:
-        res = convert_trajectories(inputs, out_dir, policy=policy, fraction=fraction, seed=seed, strict=strict)
+        res = convert_trajectories(
+            inputs, out_dir, policy=policy, fraction=fraction, seed=seed, strict=strict, fmt=fmt.value
+        )
     except FileNotFoundError as exc:
         raise fail(str(exc)) from None
     except JsonlError as exc:
@@ -44,7 +55,7 @@ def convert(
     if not res.trajectories:
         raise fail("no valid trajectories in the input")
     for domain, n in res.samples.items():
-        out.print(f"{res.path(domain)}: {n} samples")
+        out.print(f"{', '.join(map(str, res.files(domain)))}: {n} samples")
 
 
 @app.command()
@@ -207,9 +218,10 @@ def build(
     exclude_bench: Annotated[list[str] | None, typer.Option("--exclude-bench", help="Benchmark directory (repeatable): never train on the trajectories it evaluates or near-duplicates of them; adds to the config's exclude_bench.")] = None,
     allow_leakage: Annotated[bool, typer.Option("--allow-leakage", help="Build even when held-out trajectories leak into training (reported, not fatal).")] = False,
     set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE override of any config key, e.g. k=5 or backend_options.model=M (repeatable).")] = None,
+    fmt: Annotated[DataFormat | None, typer.Option("--format", help="Write Parquet shards, JSONL or both; replaces the config's output_format (default parquet).")] = None,
     pairs: Annotated[list[str] | None, typer.Argument(help="More KEY=VALUE overrides.", metavar="KEY=VALUE", show_default=False)] = None,
 ) -> None:
-    """Build a CPT, SFT or RL dataset (Parquet) from trajectories; resumable.
+    """Build a CPT, SFT or RL dataset (Parquet and/or JSONL) from trajectories; resumable.
 
     The resolved config is saved as config.json beside the dataset."""
     from rich.markup import escape
@@ -220,7 +232,8 @@ def build(
     from agentworld.data.resume import ConfigChanged
     from agentworld.data.source import LeakageError
 
-    flags = {"inputs": inputs or None, "output_dir": output_dir, "allow_leakage": allow_leakage or None}
+    flags = {"inputs": inputs or None, "output_dir": output_dir, "allow_leakage": allow_leakage or None,
+             "output_format": fmt.value if fmt else None}
     try:
         overrides = {**parse_overrides([*(set_ or []), *(pairs or [])]), **{k: v for k, v in flags.items() if v is not None}}
         config = load_build_config(kind.value, config_file, overrides)

@@ -4,8 +4,10 @@ A conversation is rendered once with the target model's own chat template and
 tokenized with character offsets. The span of assistant message ``i`` runs from the end
 of the rendering of ``messages[:i]`` with the generation prompt to the end of the
 rendering of ``messages[:i + 1]``: the answer text plus the template's end-of-turn
-tokens, so the model also learns to stop. A token is in the loss when it starts inside
-the span of an assistant message selected for the loss.
+tokens, so the model also learns to stop. Templates that rewrite earlier turns get the
+content itself plus the end-of-turn text the template writes after the last turn (see
+:func:`assistant_spans`). A token is in the loss when it starts inside the span of an
+assistant message selected for the loss.
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def assistant_spans(tokenizer: Any, messages: Sequence[Message]) -> tuple[str, l
         if full.startswith(end_text) and end_text.startswith(start_text):
             start, end = len(start_text), len(end_text)
         else:
-            # Templates that rewrite earlier turns (dropping reasoning from history) are
-            # not prefix-stable: fall back to finding the content itself.
+            # Templates that rewrite earlier turns (Qwen3 drops reasoning from history
+            # and adds an empty think block to the last turn only) are not prefix-stable:
+            # find the content itself, then the end-of-turn text that follows it.
             start = full.find(m["content"], cursor)
             if start < 0:
                 raise ValueError(
@@ -79,9 +82,28 @@ def assistant_spans(tokenizer: Any, messages: Sequence[Message]) -> tuple[str, l
                     "use a tokenizer whose template keeps message content as is"
                 )
             end = start + len(m["content"])
+            end += _common_prefix(full, end, end_of_turn(end_text, m["content"]))
         spans.append((start, end))
         cursor = end
     return full, spans
+
+
+def end_of_turn(rendered: str, content: str) -> str:
+    """What the template writes after the last assistant message's content in
+    ``rendered`` (``<|im_end|>\\n`` for ChatML): the same text then closes every
+    earlier assistant turn, so the model learns to stop after each one."""
+    at = rendered.rfind(content)
+    return rendered[at + len(content) :] if at >= 0 else ""
+
+
+def _common_prefix(text: str, at: int, prefix: str) -> int:
+    """How many leading characters of ``prefix`` ``text`` has at ``at``."""
+    if text.startswith(prefix, at):
+        return len(prefix)
+    n = 0
+    while n < len(prefix) and at + n < len(text) and text[at + n] == prefix[n]:
+        n += 1
+    return n
 
 
 def tokenize_chat(tokenizer: Any, messages: Sequence[Message], loss_turns: set[int] | None = None) -> TokenizedChat:

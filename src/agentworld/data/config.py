@@ -22,7 +22,7 @@ class CommonConfig(Config):
     """Fields every builder shares."""
 
     inputs: list[str] = opt([], "Trajectory JSONL files or directories of them (recorded, never test splits).")
-    output_dir: str = opt("runs/data", "Directory for the dataset (Parquet), the report and the resume log.")
+    output_dir: str = opt("runs/data", "Directory for the dataset (Parquet and/or JSONL), the report and the resume log.")
     seed: int = opt(0, "Seed of every random decision (split, loss keep, turn choice, prompt variant).")
     test_fraction: float = opt(0.0, "Share of trajectories held out (by trajectory, leakage-checked); 0 = none.")
     domains: list[str] = opt([], "Only these domains (empty = all).")
@@ -33,6 +33,16 @@ class CommonConfig(Config):
     allow_leakage: bool = opt(False, "Build even when held-out trajectories have copies or near-duplicates in training.")
     min_turns: int = opt(2, "Drop trajectories with fewer turns (after removing empty and no-change turns).")
     workers: int = opt(0, "Worker processes for CPU-bound steps (0 = all cores).")
+    output_format: str = opt("parquet", "How the dataset is written: parquet (shards), jsonl or both.")
+
+    @field_validator("output_format")
+    @classmethod
+    def _format(cls, value: str) -> str:
+        from agentworld.data.parquet import FORMATS
+
+        if value not in FORMATS:
+            raise ValueError(f"must be one of {', '.join(FORMATS)}")
+        return value
 
 
 class CPTConfig(CommonConfig):

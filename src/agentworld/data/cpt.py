@@ -5,7 +5,8 @@ observation) tokenized with the target model's chat template; its per-token loss
 covers the assistant tokens of the turns the masking keeps (and never a retry cycle's
 garbage turn). Domain-knowledge passages become single-turn samples with their text in
 the loss. Samples are packed into rows (see :mod:`agentworld.data.packing`) and written
-as a Hugging Face dataset in Parquet (``train.parquet``) with a JSON report.
+as a Hugging Face dataset (Parquet shards and/or JSONL, see :mod:`agentworld.data.parquet`)
+with a JSON report.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from agentworld.data.filters import loss_skipped
 from agentworld.data.knowledge import knowledge_messages, read_knowledge
 from agentworld.data.masking import Category, mask_turns, resolve_workers, trajectory_turn_keys
 from agentworld.data.packing import PackItem, pack, truncate, unpacked
+from agentworld.data.parquet import write_dataset
 from agentworld.data.resume import ResumeLog
 from agentworld.data.source import prepare
 from agentworld.jsonl import LineError
@@ -166,27 +168,9 @@ def build_cpt(config: CPTConfig, *, progress: Progress | None = None, restart: b
     report.rows = len(rows)
     report.tokens = sum(len(r.input_ids) for r in rows)
     report.loss_tokens = sum(sum(m) for m in (i.loss_mask for i in kept_items))
-    report.output = str(write_parquet(out_dir / "train.parquet", [r.to_record() for r in rows]))
+    report.output = str(write_dataset(out_dir, [r.to_record() for r in rows], config.output_format)[0])
     write_report(out_dir, config, report.to_dict())
     return report
-
-
-def write_parquet(path: Path, records: list[dict[str, Any]]) -> Path:
-    """Records as a Hugging Face ``datasets`` dataset in one Parquet file."""
-    import datasets
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".parquet.tmp")
-    # Our own progress bars cover the run; datasets' per-call bars would interleave.
-    was_on = datasets.is_progress_bar_enabled()
-    datasets.disable_progress_bars()
-    try:
-        datasets.Dataset.from_list(records).to_parquet(str(tmp))
-    finally:
-        if was_on:
-            datasets.enable_progress_bars()
-    tmp.replace(path)
-    return path
 
 
 def write_report(out_dir: Path, config: Any, report: dict[str, Any]) -> None:

@@ -23,12 +23,16 @@ shell quoting around a token do not hide it (``"nums.txt\\n"`` shares ``nums``/`
 with the observation). Empty sets give 0 for the ratio they would divide, and an empty
 action gives R = len(observation) (as if the action were one character long).
 
-The rules run on numpy arrays over whole batches; word sets are built per turn (set
-operations run in C) and batches are spread over worker processes.
+The rules run on numpy arrays over whole batches (:mod:`agentworld.data._wordsets`
+counts the word sets of a batch without a Python object per word) and batches are
+spread over worker processes. :func:`turn_stats` is the readable per-turn definition;
+:func:`reference_batch` applies it turn by turn, and the batch code must agree with it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import os
 import re
 from collections import deque
@@ -39,6 +43,7 @@ from enum import IntEnum
 
 import numpy as np
 
+from agentworld.data._wordsets import set_sizes
 from agentworld.seeding import unit_hash
 
 SHORT_OBSERVATION_CHARS = 40
@@ -135,6 +140,19 @@ def keep_draw(seed: int, trajectory_id: str, turn_idx: int) -> float:
     return unit_hash(seed, "loss-keep", trajectory_id, turn_idx)
 
 
+def keep_draws(seed: int, keys: Iterable[tuple[str, int]]) -> np.ndarray:
+    """:func:`keep_draw` of many (trajectory id, turn index) keys at once.
+
+    The same blake2b digest as :func:`~agentworld.seeding.unit_hash`; the shared key
+    prefix is formatted once and the digests become floats in one numpy call (a uint64
+    to float64 conversion rounds like Python's int / 2**64 division).
+    """
+    prefix = f"{seed}\x1floss-keep\x1f"
+    digest = hashlib.blake2b
+    raw = b"".join([digest(f"{prefix}{tid}\x1f{idx}".encode(), digest_size=8).digest() for tid, idx in keys])
+    return np.frombuffer(raw, dtype=">u8").astype(np.float64) / 2.0**64
+
+
 def keep_turn(seed: int, trajectory_id: str, turn_idx: int, category: Category) -> bool:
     """Whether a turn's tokens stay in the loss (turn_idx is 1-based)."""
     return keep_draw(seed, trajectory_id, turn_idx) < KEEP_RATE[category]
@@ -168,42 +186,47 @@ TurnKey = tuple[str, int, str, str]
 """(trajectory id, 1-based turn index, action, observation)."""
 
 
-def _compute(items: Sequence[TurnKey], seed: int) -> MaskBatch:
-    n = len(items)
-    inter = np.empty(n, dtype=np.int64)
-    na = np.empty(n, dtype=np.int64)
-    no = np.empty(n, dtype=np.int64)
-    ac = np.empty(n, dtype=np.int64)
-    oc = np.empty(n, dtype=np.int64)
-    draws = np.empty(n, dtype=np.float64)
-    findall = _WORD.findall
-    for i, (tid, idx, action, obs) in enumerate(items):
-        a = set(findall(action.lower()))
-        o = set(findall(obs.lower()))
-        inter[i] = len(a & o)
-        na[i], no[i] = len(a), len(o)
-        ac[i], oc[i] = len(action), len(obs)
-        draws[i] = keep_draw(seed, tid, idx)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ol = np.where(na > 0, inter / np.maximum(na, 1), 0.0)
-        nov = np.where(no > 0, (no - inter) / np.maximum(no, 1), 0.0)
-        union = na + no - inter
-        jac = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
+def _batch(na: np.ndarray, no: np.ndarray, inter: np.ndarray, ac: np.ndarray, oc: np.ndarray, draws: np.ndarray) -> MaskBatch:
+    """Ratios, categories and keep decisions from the per-turn set sizes and lengths."""
+    ol = np.where(na > 0, inter / np.maximum(na, 1), 0.0)
+    nov = np.where(no > 0, (no - inter) / np.maximum(no, 1), 0.0)
+    union = na + no - inter
+    jac = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
     r = oc / np.maximum(ac, 1)
     category = classify(ol, nov, r, oc)
     keep = draws < _KEEP_ARRAY[category]
     return MaskBatch(ol, nov, jac, r, ac, oc, category, keep)
 
 
+def _compute(items: Sequence[TurnKey], seed: int) -> MaskBatch:
+    n = len(items)
+    if n == 0:
+        return reference_batch(items, seed)
+    tids, idxs, actions, observations = zip(*items, strict=True)  # columns, transposed in C
+    na, no, inter = set_sizes(actions, observations)
+    ac = np.fromiter(map(len, actions), dtype=np.int64, count=n)
+    oc = np.fromiter(map(len, observations), dtype=np.int64, count=n)
+    return _batch(na, no, inter, ac, oc, keep_draws(seed, zip(tids, idxs, strict=True)))
+
+
+def reference_batch(items: Sequence[TurnKey], seed: int) -> MaskBatch:
+    """:func:`turn_stats` and :func:`keep_draw` turn by turn: the definition the batch
+    code is checked against (tests, benchmarks/masking_speed.py); slow."""
+    n = len(items)
+    na, no, inter, ac, oc = (np.empty(n, dtype=np.int64) for _ in range(5))
+    draws = np.empty(n, dtype=np.float64)
+    for i, (tid, idx, action, obs) in enumerate(items):
+        a, o = words(action), words(obs)
+        na[i], no[i], inter[i] = len(a), len(o), len(a & o)
+        ac[i], oc[i] = len(action), len(obs)
+        draws[i] = keep_draw(seed, tid, idx)
+    return _batch(na, no, inter, ac, oc, draws)
+
+
 def _chunks(items: Iterable[TurnKey], size: int) -> Iterator[list[TurnKey]]:
-    buf: list[TurnKey] = []
-    for item in items:
-        buf.append(item)
-        if len(buf) >= size:
-            yield buf
-            buf = []
-    if buf:
-        yield buf
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
 
 
 def resolve_workers(workers: int | None) -> int:

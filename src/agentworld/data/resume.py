@@ -15,8 +15,8 @@ from typing import Any
 from agentworld.data.config import config_dict
 from agentworld.jsonl import JsonlAppender, LineError, iter_json_lines, repair_tail
 
-# Fields that change how fast a run goes, not what it produces.
-_SPEED_ONLY = {"workers", "concurrency"}
+# Fields that change how fast a run goes or how its result is written, not what it produces.
+_SPEED_ONLY = {"workers", "concurrency", "output_format"}
 
 
 class ConfigChanged(ValueError):

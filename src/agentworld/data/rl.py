@@ -18,7 +18,8 @@ from typing import Any
 
 from agentworld.data.chat import load_tokenizer
 from agentworld.data.config import RLConfig
-from agentworld.data.cpt import Progress, write_parquet, write_report
+from agentworld.data.cpt import Progress, write_report
+from agentworld.data.parquet import write_dataset
 from agentworld.data.resume import ResumeLog
 from agentworld.data.source import prepare
 from agentworld.jsonl import dumps
@@ -109,6 +110,6 @@ def build_rl(config: RLConfig, *, progress: Progress | None = None, restart: boo
                     counts[f"verifier_{kind}"] += 1
             tick("choosing turns", 1, None)
     report.rows = len(rows)
-    report.output = str(write_parquet(out_dir / "train.parquet", rows))
+    report.output = str(write_dataset(out_dir, rows, config.output_format)[0])
     write_report(out_dir, config, report.to_dict())
     return report

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from agentworld.data.config import SFTConfig
-from agentworld.data.cpt import Progress, write_parquet, write_report
+from agentworld.data.cpt import Progress, write_report
+from agentworld.data.parquet import write_dataset
 from agentworld.data.resume import ResumeLog
 from agentworld.data.source import prepare
 from agentworld.models.base import GenerationConfig, Prediction
@@ -200,7 +201,7 @@ def build_sft(
             counts["kept"] += 1
             rows.append({k: rec[k] for k in _ROW_KEYS} | {"domain": rec["domain"]})
     report.rows = len(rows)
-    report.output = str(write_parquet(out_dir / "train.parquet", rows))
+    report.output = str(write_dataset(out_dir, rows, config.output_format)[0])
     write_report(out_dir, config, report.to_dict())
     return report
 

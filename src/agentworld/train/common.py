@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -45,24 +46,27 @@ def resolve_model(model: str) -> Path:
     return path
 
 
-def load_dataset(data: str, trainer: str, columns: set[str]) -> Any:
-    """``train.parquet`` of a dataset folder, checked for the columns ``trainer`` needs."""
-    import datasets
+def load_dataset(data: str, trainer: str, columns: set[str], *, streaming: bool = False) -> Any:
+    """The dataset of a dataset folder (Parquet shards, else ``train.jsonl``), checked for
+    the columns ``trainer`` needs. ``streaming`` gives an ``IterableDataset`` that reads
+    rows as training uses them (the trainer then needs ``max_steps``); otherwise a
+    memory-mapped ``Dataset``."""
+    from agentworld.data.parquet import column_names, dataset_files, num_rows, open_dataset
 
     kind = DATA_KIND[trainer]
     hint = f"agentworld data build {kind} --config configs/data/{kind}.yaml --out {data or 'DIR'}"
-    path = Path(data) / "train.parquet"
-    if not data or not path.exists():
-        raise TrainInputError(f"no dataset at {path}", f"build it first: {hint}")
-    ds = datasets.Dataset.from_parquet(str(path))
-    missing = columns - set(ds.column_names)
+    folder = Path(data)
+    _, files = dataset_files(folder) if data else ("", [])
+    if not files:
+        raise TrainInputError(f"no dataset at {folder} (train.parquet, its shards or train.jsonl)", f"build it first: {hint}")
+    missing = columns - set(column_names(folder))
     if missing:
         raise TrainInputError(
-            f"{path} lacks columns {sorted(missing)}: not a {kind} dataset", f"build one with: {hint}"
+            f"{files[0]} lacks columns {sorted(missing)}: not a {kind} dataset", f"build one with: {hint}"
         )
-    if len(ds) == 0:
-        raise TrainInputError(f"{path} has no rows", f"check the build report next to it, or rebuild: {hint}")
-    return ds
+    if num_rows(folder) == 0:
+        raise TrainInputError(f"{files[0]} has no rows", f"check the build report next to it, or rebuild: {hint}")
+    return open_dataset(folder, streaming=streaming)
 
 
 def load_model(path: Path, config: TrainFields) -> Any:
@@ -100,7 +104,13 @@ def load_inputs(
     """The trainer's dataset (only ``columns``), tokenizer and model."""
     from transformers import AutoTokenizer
 
-    dataset = load_dataset(config.data, trainer, columns).select_columns(sorted(columns))
+    from agentworld.data.parquet import num_rows
+
+    # A run bounded by max_steps streams its rows, if they fill an optimizer step (a
+    # shorter stream never completes one); an epoch-based run needs the row count.
+    step_rows = config.per_device_train_batch_size * config.gradient_accumulation_steps * int(os.environ.get("WORLD_SIZE", 1))
+    streaming = config.max_steps > 0 and num_rows(config.data) >= step_rows
+    dataset = load_dataset(config.data, trainer, columns, streaming=streaming).select_columns(sorted(columns))
     path = resolve_model(config.model)
     extra = {"padding_side": padding_side} if padding_side else {}
     tokenizer = AutoTokenizer.from_pretrained(path, **extra)
@@ -148,7 +158,9 @@ def trainer_arguments(config: TrainFields) -> Any:
     """The trainer's own argument object (``TrainingArguments``, ``SFTConfig``,
     ``GRPOConfig``) from the config; on a machine without an accelerator training runs
     on the CPU unless the config says otherwise."""
-    return config.trainer_args(use_cpu=not _has_accelerator())
+    # Each process reads its own batches: dispatching from the main process would stack
+    # the padding-free CPT rows of different lengths (TRL's trainers force this too).
+    return config.trainer_args(use_cpu=not _has_accelerator(), accelerator_config={"dispatch_batches": False})
 
 
 def _has_accelerator() -> bool:
