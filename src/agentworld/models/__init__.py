@@ -52,7 +52,18 @@ def load_backend(spec: BackendSpec | str, **options: Any) -> Backend:
     :class:`BackendSpec`); ``options`` are typed extra options (``None`` means unset).
     A bad spec or option raises :class:`BackendSpecError` (a ``ValueError``)."""
     parsed = parse_backend_spec(spec, {k: v for k, v in options.items() if v is not None}, allow_label=True)
-    return backend_class(parsed.name)(**parsed.kwargs())
+    runner = parsed.runner_options()
+    demos = None
+    if runner.get("demos"):
+        from agentworld.models.demos import DemoSettings, Demonstrations
+
+        # Loaded first: a bad demo source fails before a model takes seconds to load.
+        demos = Demonstrations.load(DemoSettings(runner["demos"], runner.get("demo_source")))
+    elif runner.get("demos", 0) < 0:
+        raise BackendSpecError(f"demos={runner['demos']}: the number of demonstrations must be 0 or more")
+    backend = backend_class(parsed.name)(**parsed.backend_kwargs())
+    backend.demos = demos
+    return backend
 
 
 __all__ = [
