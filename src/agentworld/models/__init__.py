@@ -53,14 +53,15 @@ def load_backend(spec: BackendSpec | str, **options: Any) -> Backend:
     A bad spec or option raises :class:`BackendSpecError` (a ``ValueError``)."""
     parsed = parse_backend_spec(spec, {k: v for k, v in options.items() if v is not None}, allow_label=True)
     runner = parsed.runner_options()
+    k = runner.get("demos", 0)
+    if k < 0:
+        raise BackendSpecError(f"demos={k}: the number of demonstrations must be 0 or more")
     demos = None
-    if runner.get("demos"):
+    if k:
         from agentworld.models.demos import DemoSettings, Demonstrations
 
         # Loaded first: a bad demo source fails before a model takes seconds to load.
-        demos = Demonstrations.load(DemoSettings(runner["demos"], runner.get("demo_source")))
-    elif runner.get("demos", 0) < 0:
-        raise BackendSpecError(f"demos={runner['demos']}: the number of demonstrations must be 0 or more")
+        demos = Demonstrations.load(DemoSettings(k, runner.get("demo_source")))
     backend = backend_class(parsed.name)(**parsed.backend_kwargs())
     backend.demos = demos
     return backend

@@ -7,9 +7,10 @@ where the system prompt's demonstrations part sits -- and before the history.
 
 Where they come from: ``demo_source=PATH`` (trajectory files or a folder of them), by
 default the local benchmark's recordings (``benchmarks/local/trajectories`` of this
-checkout). Only trajectories stamped ``provenance.split == "train"`` are used: never the
-test side a benchmark evaluates, never the sample's own trajectory, never a turn of
-another domain. They are found with the retrieval floor's index
+checkout). Only the train side of the recorded split is used -- every trajectory not
+stamped ``provenance.split == "test"``, as ``agentworld data split --split train``
+reads it: never the test side a benchmark evaluates, never benchmark sample files, never
+the sample's own trajectory, never a turn of another domain. They are found with the retrieval floor's index
 (:mod:`agentworld.models.retrieval`): the same per-domain action keys and context.
 """
 
@@ -61,11 +62,11 @@ class Demonstrations:
         if not path.exists():
             hint = "pass demo_source=PATH (train-split trajectories)"
             raise BackendError(f"demonstration source not found: {path}; {hint}")
-        turns = load_turns(path, trajectories_only=True, splits=["train"])
+        turns = load_turns(path, trajectories_only=True)  # test-split trajectories are never loaded
         if not any(turns.values()):
             raise BackendError(
-                f"no train-split trajectories in {path}: demonstrations come only from trajectories stamped "
-                "provenance.split=train (agentworld data split ... --split train writes them)"
+                f"no train-split trajectories in {path}: demonstrations come only from trajectory files "
+                "(not *_test.jsonl samples) outside the test split; pass demo_source=PATH"
             )
         # No context weight: a demonstration shows what an action like this one returns.
         return cls(settings, build_indexes(turns, context_turns=0, context_weight=0.0), source_digest(path))

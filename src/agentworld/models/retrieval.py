@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -322,18 +322,14 @@ def source_digest(source: Path) -> str:
     return digest.hexdigest()[:12]
 
 
-def load_turns(
-    source: Path, *, trajectories_only: bool = False, splits: Iterable[str | None] | None = None
-) -> dict[str, list[PastTurn]]:
+def load_turns(source: Path, *, trajectories_only: bool = False) -> dict[str, list[PastTurn]]:
     """Per domain, every distinct turn found under ``source``.
 
     ``*_test.jsonl`` files are read as AgentWorldBench samples (each evaluated turn once,
     duplicates across samples dropped) unless ``trajectories_only``; every other
     ``.jsonl`` file as trajectories. Trajectories stamped ``provenance.split == "test"``
-    are always left out; ``splits`` keeps only trajectories whose split is one of them
-    (``["train"]``: the stamped train side only).
+    are always left out: the train side is everything else, as ``data split`` reads it.
     """
-    keep = None if splits is None else set(splits)
     out: dict[str, list[PastTurn]] = {}
     seen: set[str] = set()
     for path in _source_files(source):
@@ -347,8 +343,7 @@ def load_turns(
                 _add(out, seen, s.domain, pairs, [None] * len(pairs), traj_id)
         else:
             for traj in read_jsonl(path, Trajectory).items:
-                split = traj.provenance.split
-                if split == "test" or (keep is not None and split not in keep):
+                if traj.provenance.split == "test":
                     continue
                 pairs = [(t.action, t.observation) for t in traj.turns]
                 _add(out, seen, traj.domain, pairs, [t.reasoning for t in traj.turns], traj.id)
@@ -457,10 +452,11 @@ class RetrievalBackend(Backend):
     ) -> list[Completion]:
         n = config.n or 1
         # BM25 is CPU work: in a thread, so a long query never stalls the event loop.
-        hits = await asyncio.to_thread(self._complete, messages, n, domain)
+        hits = await asyncio.to_thread(self.answers, messages, n, domain)
         return [Completion(text=text, finish_reason="stop") for text in hits]
 
-    def _complete(self, messages: list[Message], n: int, domain: str | None) -> list[str]:
+    def answers(self, messages: list[Message], n: int = 1, domain: str | None = None) -> list[str]:
+        """The ``n`` answers :meth:`complete` gives, computed in this thread."""
         dom = self.resolve_domain(domain)
         _, history, action = query_of(messages)
         hits = self._indexes[dom].search(action, history, n)
