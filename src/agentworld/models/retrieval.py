@@ -98,7 +98,8 @@ def terminal_key(action: str) -> list[str]:
     try:
         batches = parse_action(action)
     except ActionError:
-        return _command_line_key(action)
+        # Not keystrokes (a served floor scripting a judge or a policy): plain words.
+        return _words(action)
     out: list[str] = []
     for b in batches:
         if not b.keystrokes:

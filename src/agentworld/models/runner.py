@@ -97,7 +97,7 @@ class WorldModel:
         self.backend = backend
         # A spec's demos=K travels on the backend load_backend built from it, so every
         # command that builds a WorldModel from a spec honours it.
-        self.demos = demos if demos is not None else backend.demos
+        self.demos = demos if demos is not None else getattr(backend, "demos", None)
         self.cache = cache
         self.concurrency = concurrency
         self.defaults = defaults or GenerationConfig()
