@@ -10,7 +10,7 @@ import pytest
 
 from agentworld.bench.infer import load_predictions, run_infer
 from agentworld.models import BackendError, BackendSpecError, GenerationConfig, WorldModel, load_backend
-from agentworld.models.demos import TITLE, DemoSettings, Demonstrations, insert_section
+from agentworld.models.demos import TITLE, Demonstrations, DemoSettings, insert_section
 from agentworld.models.spec import parse_backend_spec
 from agentworld.models.tiny import build_tiny_checkpoint
 from agentworld.prompts import build_messages, build_system_prompt, sample_messages

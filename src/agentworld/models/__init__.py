@@ -58,7 +58,7 @@ def load_backend(spec: BackendSpec | str, **options: Any) -> Backend:
         raise BackendSpecError(f"demos={k}: the number of demonstrations must be 0 or more")
     demos = None
     if k:
-        from agentworld.models.demos import DemoSettings, Demonstrations
+        from agentworld.models.demos import Demonstrations, DemoSettings
 
         # Loaded first: a bad demo source fails before a model takes seconds to load.
         demos = Demonstrations.load(DemoSettings(k, runner.get("demo_source")))

@@ -229,10 +229,15 @@ class WorldModel:
         )
 
     def predict_sync(
-        self, messages: list[Message], config: GenerationConfig | None = None, *, domain: str | None = None
+        self,
+        messages: list[Message],
+        config: GenerationConfig | None = None,
+        *,
+        domain: str | None = None,
+        exclude_trajectory: str | None = None,
     ) -> list[Prediction]:
         """:meth:`predict` for scripts without an event loop."""
-        return asyncio.run(self.predict(messages, config, domain=domain))
+        return asyncio.run(self.predict(messages, config, domain=domain, exclude_trajectory=exclude_trajectory))
 
     async def map_samples(
         self, samples: Sequence[BenchSample], config: GenerationConfig | None = None
