@@ -84,7 +84,7 @@ class Demonstrations:
         index = self._indexes.get(domain)
         if index is None or self.settings.k == 0:
             return []
-        seen = set(history) | {(action, "")}
+        seen = set(history)
 
         def skip(turn: PastTurn) -> bool:
             return turn.trajectory_id == exclude_trajectory or (turn.action, turn.observation) in seen
