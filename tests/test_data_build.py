@@ -165,7 +165,13 @@ def test_held_out_split_is_written_and_excluded(tmp_path: Path, inputs: list[str
 
 
 def test_sft_rejection_sampling_and_resume(tmp_path: Path, data_dir: Path, inputs: list[str]) -> None:
-    wm = WorldModel(load_backend("retrieval", source=str(data_dir)), concurrency=2)
+    # The floor indexes every input: it answers each domain from that domain's turns only.
+    floor = tmp_path / "floor"
+    floor.mkdir()
+    for i, folder in enumerate(inputs):
+        for f in sorted(Path(folder).glob("*.jsonl")):
+            (floor / f"{i}-{f.name}").symlink_to(f)
+    wm = WorldModel(load_backend("retrieval", source=str(floor)), concurrency=2)
     cfg = SFTConfig(inputs=inputs, output_dir=str(tmp_path / "sft"), turn_policy="all", k=3, threshold=3.0)
     report = build_sft(cfg, world_model=wm, scorer=RuleScorer())
     per = report.per_domain

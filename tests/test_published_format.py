@@ -190,7 +190,7 @@ class Recording(Backend):
     def model_id(self) -> str:
         return "recording"
 
-    async def complete(self, messages, config):
+    async def complete(self, messages, config, *, domain=None):
         self.sent.append(messages)
         return [Completion(text=self.reply)]
 

@@ -223,3 +223,25 @@ def test_streaming_with_the_openai_sdk(retrieval_server: str) -> None:
         assert r.headers["content-type"].startswith("text/event-stream")
         events = [line for line in r.iter_lines() if line]
     assert events[-1] == "data: [DONE]" and all(e.startswith("data: ") for e in events)
+
+
+async def test_domain_travels_to_a_served_floor(store: Path, tmp_path: Path) -> None:
+    """A floor over two domains behind ``serve``: the request's ``domain`` field picks the
+    index (the openai backend sends it with send_domain); without it the answer is a 400
+    that says what to pass, never a guess from another domain."""
+    both = tmp_path / "both"
+    both.mkdir()
+    (both / "terminal.jsonl").symlink_to(store)
+    write_trajectories(both / "mcp.jsonl", [Trajectory(id="m", domain="mcp", turns=[
+        Turn(action='{"name": "echo", "arguments": {"text": "beta"}}', observation='{"content": [], "isError": false}')])])
+    with launched("serve", "--backend", f"retrieval:{both}", "--served-model-name", "wm") as url:
+        wm = WorldModel(_client(url, send_domain=True))
+        [pred] = await wm.predict(_msgs("echo beta"), domain="terminal")
+        assert pred.ok and pred.observation == "beta\nroot@sandbox:/workspace#"
+        [pred] = await wm.predict(_msgs("echo beta"), domain="mcp")
+        assert pred.ok and pred.observation.startswith('{"content"')
+        await wm.aclose()
+        r = httpx.post(f"{url}/v1/chat/completions", json={"model": "wm", "messages": _msgs("echo beta")})
+        assert r.status_code == 400 and "domain" in r.json()["error"]["message"]
+        # Without send_domain the field is left out (hosted APIs reject unknown fields).
+        assert "domain" not in _client(url).request(_msgs("ls"), GenerationConfig(), domain="terminal")

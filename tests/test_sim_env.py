@@ -178,7 +178,7 @@ def test_cut_off_answers_fail_loudly_not_silently():
         name = "cutoff"
         model_id = "cutoff"
 
-        async def complete(self, messages, config):
+        async def complete(self, messages, config, *, domain=None):
             return [Completion(text="<think>ok</think><predicted_observation>\nroot@sandbox:/work", finish_reason="length")]
 
     env = _terminal_env(WorldModel(CutOff()))
@@ -187,3 +187,17 @@ def test_cut_off_answers_fail_loudly_not_silently():
     assert step.truncated and step.observation == FAILED and "truncated" in step.info["error"]
     assert step.info["prediction_status"] == "truncated"
     assert env.record().turns[0].metadata["error"] == step.info["error"]
+
+
+def test_env_passes_its_domain_to_the_backend(tmp_path: Path):
+    """A floor indexing two domains answers a terminal session from terminal turns: the
+    env tells the backend its domain (sync and async steps alike)."""
+    write_trajectories(tmp_path / "both.jsonl", terminal_trajectories() + mcp_trajectories())
+    floor = load_backend("retrieval", source=tmp_path / "both.jsonl")
+    assert set(floor.num_docs) == {"terminal", "mcp"}
+    env = _terminal_env(WorldModel(floor))
+    env.reset(seed=0)
+    step = env.step(ks("echo hello > notes.txt\n"))
+    assert step.info["error"] is None and step.observation == screen("echo hello > notes.txt")
+    step = asyncio.run(env.astep(ks("cat notes.txt\n")))
+    assert step.info["error"] is None and step.observation.startswith("root@sandbox:/workspace# cat notes.txt")

@@ -21,7 +21,6 @@ from typing import Any
 from agentworld.jsonl import JsonlAppender, LineError, read_jsonl, repair_tail, run_lock, write_jsonl
 from agentworld.models.base import GenerationConfig
 from agentworld.models.runner import WorldModel
-from agentworld.prompts import sample_messages
 from agentworld.records.bench import BenchSample
 from agentworld.records.prediction import Key, PredictionRecord
 from agentworld.seeding import unit_hash
@@ -137,7 +136,10 @@ def run_settings(wm: WorldModel, config: GenerationConfig) -> dict[str, Any]:
     (more samples per prompt extend a run, they do not change it)."""
     settings = wm.settings(config).to_dict()
     settings.pop("n", None)
-    return {"backend": wm.backend.name, "model": wm.model_id, **settings}
+    # Demonstrations change every prompt: a run with them is another run. Absent when
+    # off, so files written before demos existed still resume.
+    demos = wm.demos.cache_tag if wm.demos is not None and wm.demos.settings.k else {}
+    return {"backend": wm.backend.name, "model": wm.model_id, **settings, **demos}
 
 
 async def run_infer(
@@ -201,7 +203,8 @@ async def _run_infer_locked(
     if not todo:
         return progress
     with JsonlAppender(out) as appender:
-        async for idx, preds in wm.map([sample_messages(s) for s in todo], cfg):
+        # Each sample in its own domain: the backend and the demonstrations need it.
+        async for idx, preds in wm.map_samples(todo, cfg):
             s = todo[idx]
             for p in preds:
                 if finished((s.uid, p.sample_index)):

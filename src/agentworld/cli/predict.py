@@ -100,7 +100,7 @@ async def _run(env: Any, action: str | None, *, interactive: bool, as_json: bool
             await _interactive(env, action, show_reasoning)
             return True
         try:
-            preds = await env.wm.predict(env.messages_for(action), env.config)
+            preds = await env.wm.predict(env.messages_for(action), env.config, domain=env.domain)
         except CacheMiss as exc:
             raise fail(str(exc), "record it once with --cache-mode rw") from None
         for pred in preds:

@@ -83,7 +83,7 @@ async def judge_query(query: Query, wm: Any, scorer: Any, config: SFTConfig) -> 
     """Roll out, score and choose; ``{"failed": error}`` when every call failed (not
     logged, so a rerun retries it)."""
     gen = GenerationConfig(n=config.k, temperature=config.temperature, max_tokens=config.max_tokens)
-    preds = await wm.predict(sample_messages(query.sample), gen)
+    preds = await wm.predict_sample(query.sample, gen)
     if preds and all(p.error for p in preds):
         return {"failed": preds[0].error}
     judgements = await asyncio.gather(*(scorer.score(query.sample, p) for p in preds))

@@ -52,7 +52,19 @@ def load_backend(spec: BackendSpec | str, **options: Any) -> Backend:
     :class:`BackendSpec`); ``options`` are typed extra options (``None`` means unset).
     A bad spec or option raises :class:`BackendSpecError` (a ``ValueError``)."""
     parsed = parse_backend_spec(spec, {k: v for k, v in options.items() if v is not None}, allow_label=True)
-    return backend_class(parsed.name)(**parsed.kwargs())
+    runner = parsed.runner_options()
+    k = runner.get("demos", 0)
+    if k < 0:
+        raise BackendSpecError(f"demos={k}: the number of demonstrations must be 0 or more")
+    demos = None
+    if k:
+        from agentworld.models.demos import Demonstrations, DemoSettings
+
+        # Loaded first: a bad demo source fails before a model takes seconds to load.
+        demos = Demonstrations.load(DemoSettings(k, runner.get("demo_source")))
+    backend = backend_class(parsed.name)(**parsed.backend_kwargs())
+    backend.demos = demos
+    return backend
 
 
 __all__ = [

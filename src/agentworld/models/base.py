@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import abc
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentworld.records.prediction import Prediction as Prediction  # the record type, re-exported
+
+if TYPE_CHECKING:
+    from agentworld.models.demos import Demonstrations
 
 Message = dict[str, str]
 
@@ -68,6 +71,8 @@ class Backend(abc.ABC):
 
     #: registry name: ``openai``, ``hf``, ``smol``, ``retrieval``
     name: str = ""
+    #: set by ``load_backend`` from the spec's ``demos=K``; the runner applies them
+    demos: Demonstrations | None = None
 
     @property
     @abc.abstractmethod
@@ -75,8 +80,15 @@ class Backend(abc.ABC):
         """Model name plus revision (checkpoint hash, adapter hash...) for cache keys."""
 
     @abc.abstractmethod
-    async def complete(self, messages: list[Message], config: GenerationConfig) -> list[Completion]:
-        """Return ``config.n`` completions for ``messages``; raise BackendError on failure."""
+    async def complete(
+        self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None
+    ) -> list[Completion]:
+        """Return ``config.n`` completions for ``messages``; raise BackendError on failure.
+
+        ``domain`` is the caller's domain (``terminal``, ``mcp``...) when it knows one: a
+        benchmark sample's, a simulated environment's. Model backends read the domain from
+        the prompt and may ignore it; backends that cannot (retrieval) rely on it.
+        """
 
     async def aclose(self) -> None:  # noqa: B027 - an optional hook: backends that hold nothing need not override it
         """Release clients, models, threads."""

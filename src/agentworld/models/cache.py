@@ -55,10 +55,13 @@ def messages_hash(messages: list[Message]) -> str:
 
 
 def cache_key(
-    backend: str, model: str, messages: list[Message], config: GenerationConfig, sample_index: int
+    backend: str, model: str, messages: list[Message], config: GenerationConfig, sample_index: int,
+    context: dict[str, Any] | None = None,
 ) -> str:
     """The key of one sample. ``config`` must be resolved; ``n`` is left out on purpose
-    (the sample index already tells samples apart, so n=1 then n=3 reuses sample 0)."""
+    (the sample index already tells samples apart, so n=1 then n=3 reuses sample 0).
+    ``context`` is what else the runner decided the answer by (the request's domain, the
+    demonstrations setting); left out when empty, so keys without it stay as they were."""
     settings = config.to_dict()
     settings.pop("n", None)
     payload = {
@@ -70,6 +73,8 @@ def cache_key(
         "seed": config.seed,
         "sample_index": sample_index,
     }
+    if context:
+        payload["context"] = context
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -94,7 +94,10 @@ class HFBackend(Backend):
     def prompt_text(self, messages: list[Message]) -> str:
         return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
-    async def complete(self, messages: list[Message], config: GenerationConfig) -> list[Completion]:
+    async def complete(
+        self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None
+    ) -> list[Completion]:
+        # The model reads its domain from the prompt: ``domain`` changes nothing here.
         cfg = config.resolved()
         seeded = _seeded_rows(cfg)
         if seeded is None:

@@ -113,6 +113,7 @@ class OpenAIBackend(Backend):
         revision: str | None = None,
         extra_body: dict[str, Any] | None = None,
         jitter_seed: int | None = None,
+        send_domain: bool = False,
     ):
         self.model = model or _env("AGENTWORLD_MODEL", "OPENAI_MODEL")
         self.base_url = base_url or _env("AGENTWORLD_BASE_URL", "OPENAI_BASE_URL")
@@ -129,6 +130,9 @@ class OpenAIBackend(Backend):
         self.backoff_max_s = backoff_max_s
         self.revision = revision
         self.extra_body = dict(extra_body or {})
+        # Off by default: hosted APIs reject unknown body fields. An `agentworld serve`
+        # endpoint reads it (a served retrieval floor needs the domain).
+        self.send_domain = send_domain
         self.usage = Usage()
         self._rng = random.Random(jitter_seed)
         url = (self.base_url or DEFAULT_BASE_URL).rstrip("/") + "/"
@@ -147,8 +151,10 @@ class OpenAIBackend(Backend):
     def model_id(self) -> str:
         return f"{self.model}@{self.revision}" if self.revision else str(self.model)
 
-    def request(self, messages: list[Message], config: GenerationConfig) -> dict[str, Any]:
-        """The JSON body of one chat-completions call."""
+    def request(
+        self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None
+    ) -> dict[str, Any]:
+        """The JSON body of one chat-completions call (``domain`` goes in only with ``send_domain``)."""
         cfg = config.resolved()
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         for name in ("temperature", "top_p", "max_tokens", "seed"):
@@ -160,6 +166,8 @@ class OpenAIBackend(Backend):
             body["stop"] = list(cfg.stop)
         if cfg.top_k is not None:
             body["top_k"] = cfg.top_k  # not in the OpenAI schema; vLLM/SGLang read it from the body
+        if self.send_domain and domain:
+            body["domain"] = domain
         body.update(self.extra_body)
         return body
 
@@ -192,8 +200,10 @@ class OpenAIBackend(Backend):
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError alike
             raise MalformedResponse(f"200 response body is not JSON: {response.content[:80]!r}") from exc
 
-    async def complete(self, messages: list[Message], config: GenerationConfig) -> list[Completion]:
-        body = self.request(messages, config)
+    async def complete(
+        self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None
+    ) -> list[Completion]:
+        body = self.request(messages, config, domain=domain)
         attempt = 0
         while True:
             self.usage.requests += 1

@@ -5,6 +5,12 @@ answers from the response cache where it can, calls the backend for the rest und
 concurrency limit, parses the output contract, times every call and turns failures into
 predictions with ``error`` set -- a failed call never raises. The one exception is a
 strict-replay cache miss, which is a configuration error and raises :class:`CacheMiss`.
+
+Callers pass the request's ``domain`` when they know it (``predict_sample`` takes the
+sample's, the simulator its environment's); it reaches the backend and, with
+demonstrations on (``demos=K`` in the backend spec, :mod:`agentworld.models.demos`),
+picks the train-split turns put into the context. Demonstrations are added here, once,
+for every backend.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from agentworld.models.cache import CacheMiss, ResponseCache, cache_key
 from agentworld.parsing import parse_prediction
 
 if TYPE_CHECKING:
+    from agentworld.models.demos import Demonstrations
     from agentworld.records.bench import BenchSample
 
 __all__ = ["CacheMiss", "RunnerStats", "WorldModel", "to_prediction"]
@@ -67,6 +74,12 @@ def to_prediction(
     )
 
 
+def sample_trajectory(sample: BenchSample) -> str:
+    """The id of the trajectory a sample evaluates: its ``trajectory_id`` key, else its
+    id without the ``:TURN`` suffix (``make_sample`` writes ``TRAJ:TURN``)."""
+    return str(getattr(sample, "trajectory_id", None) or str(sample.id).rsplit(":", 1)[0])
+
+
 class WorldModel:
     """A backend plus cache, default settings and a concurrency limit."""
 
@@ -77,10 +90,14 @@ class WorldModel:
         cache: ResponseCache | None = None,
         concurrency: int = 4,
         defaults: GenerationConfig | None = None,
+        demos: Demonstrations | None = None,
     ):
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.backend = backend
+        # A spec's demos=K travels on the backend load_backend built from it, so every
+        # command that builds a WorldModel from a spec honours it.
+        self.demos = demos if demos is not None else getattr(backend, "demos", None)
         self.cache = cache
         self.concurrency = concurrency
         self.defaults = defaults or GenerationConfig()
@@ -103,12 +120,35 @@ class WorldModel:
             self._sem, self._sem_loop = asyncio.Semaphore(self.concurrency), loop
         return self._sem
 
-    async def predict(self, messages: list[Message], config: GenerationConfig | None = None) -> list[Prediction]:
-        """``n`` predictions of the observation answering the last user message."""
+    async def predict(
+        self,
+        messages: list[Message],
+        config: GenerationConfig | None = None,
+        *,
+        domain: str | None = None,
+        exclude_trajectory: str | None = None,
+    ) -> list[Prediction]:
+        """``n`` predictions of the observation answering the last user message.
+
+        ``domain`` is the request's domain, passed to the backend and used to choose
+        demonstrations; ``exclude_trajectory`` is a trajectory id no demonstration may
+        come from (the sample's own)."""
         cfg = self.settings(config)
         n = cfg.n or 1
         backend, model = self.backend.name, self.backend.model_id
-        keys = [cache_key(backend, model, messages, cfg, i) for i in range(n)]
+        context: dict[str, object] = {"domain": domain} if domain else {}
+        if self.demos is not None and self.demos.settings.k > 0:
+            if domain is None:
+                error = (f"demos={self.demos.settings.k} needs the request's domain: pass domain= to "
+                         "WorldModel.predict (predict_sample and the simulator pass it)")
+                self.stats.failures += 1
+                return [Prediction(error=error, sample_index=i, backend=backend, model=model) for i in range(n)]
+            # Index lookups are CPU work: off the event loop.
+            messages = await asyncio.to_thread(
+                self.demos.apply, messages, domain, exclude_trajectory=exclude_trajectory
+            )
+            context |= self.demos.cache_tag
+        keys = [cache_key(backend, model, messages, cfg, i, context) for i in range(n)]
         out: list[Prediction | None] = [None] * n
         if self.cache is not None and self.cache.enabled:
             for i, key in enumerate(keys):
@@ -122,11 +162,13 @@ class WorldModel:
         self.stats.cached_samples += n - len(missing)
         if missing:
             if cfg.seed is None:
-                live = await self._live(messages, replace(cfg, n=len(missing)), missing)
+                live = await self._live(messages, replace(cfg, n=len(missing)), missing, domain)
             else:
                 # Seeded samples are a sequence: sample i is only reproduced by asking for
                 # all of them, so a partial hit still regenerates the full n.
-                live = [p for p in await self._live(messages, cfg, list(range(n))) if p.sample_index in missing]
+                live = [
+                    p for p in await self._live(messages, cfg, list(range(n)), domain) if p.sample_index in missing
+                ]
             for i, pred in zip(missing, live, strict=True):
                 out[i] = pred
                 if pred.error is None and self.cache is not None:
@@ -140,7 +182,9 @@ class WorldModel:
                     self.cache.put(keys[i], completion, backend=backend, model=model, latency_s=pred.latency_s)
         return [p for p in out if p is not None]
 
-    async def _live(self, messages: list[Message], cfg: GenerationConfig, indices: list[int]) -> list[Prediction]:
+    async def _live(
+        self, messages: list[Message], cfg: GenerationConfig, indices: list[int], domain: str | None
+    ) -> list[Prediction]:
         backend, model = self.backend.name, self.backend.model_id
         async with self._semaphore():
             st = self.stats
@@ -149,7 +193,7 @@ class WorldModel:
             st.peak_in_flight = max(st.peak_in_flight, st.in_flight)
             start = time.perf_counter()
             try:
-                completions = await self.backend.complete(messages, cfg)
+                completions = await self.backend.complete(messages, cfg, domain=domain)
                 error = None
             except (asyncio.CancelledError, KeyboardInterrupt):
                 raise
@@ -176,27 +220,48 @@ class WorldModel:
         return preds
 
     async def predict_sample(self, sample: BenchSample, config: GenerationConfig | None = None) -> list[Prediction]:
-        """Predictions for a benchmark sample (its ``system_str`` is used verbatim)."""
+        """Predictions for a benchmark sample (its ``system_str`` is used verbatim), in
+        its domain; demonstrations never come from its own trajectory."""
         from agentworld.prompts import sample_messages
 
-        return await self.predict(sample_messages(sample), config)
+        return await self.predict(
+            sample_messages(sample), config, domain=sample.domain, exclude_trajectory=sample_trajectory(sample)
+        )
 
-    def predict_sync(self, messages: list[Message], config: GenerationConfig | None = None) -> list[Prediction]:
+    def predict_sync(
+        self,
+        messages: list[Message],
+        config: GenerationConfig | None = None,
+        *,
+        domain: str | None = None,
+        exclude_trajectory: str | None = None,
+    ) -> list[Prediction]:
         """:meth:`predict` for scripts without an event loop."""
-        return asyncio.run(self.predict(messages, config))
+        return asyncio.run(self.predict(messages, config, domain=domain, exclude_trajectory=exclude_trajectory))
 
-    async def map(
-        self, requests: Sequence[list[Message]], config: GenerationConfig | None = None
+    async def map_samples(
+        self, samples: Sequence[BenchSample], config: GenerationConfig | None = None
     ) -> AsyncIterator[tuple[int, list[Prediction]]]:
-        """Predict for every message list; yield ``(index, predictions)`` as each finishes.
-
-        At most ``concurrency`` backend calls run at once; tasks are started lazily so a
-        huge request list does not create a huge number of pending tasks.
-        """
-        async def one(idx: int, msgs: list[Message]) -> tuple[int, list[Prediction]]:
-            return idx, await self.predict(msgs, config)
+        """:meth:`predict_sample` for every sample; yield ``(index, predictions)`` as each
+        finishes, at most ``concurrency`` backend calls at once (tasks start lazily, so a
+        huge list does not create a huge number of pending tasks)."""
+        async def one(idx: int, sample: BenchSample) -> tuple[int, list[Prediction]]:
+            return idx, await self.predict_sample(sample, config)
 
         # Twice the concurrency: the next calls are queued on the semaphore, ready to go.
+        results = as_completed_bounded((one(i, s) for i, s in enumerate(samples)), self.concurrency * 2)
+        async with aclosing(results):
+            async for item in results:
+                yield item
+
+    async def map(
+        self, requests: Sequence[list[Message]], config: GenerationConfig | None = None, *, domain: str | None = None
+    ) -> AsyncIterator[tuple[int, list[Prediction]]]:
+        """Predict for every message list (all of ``domain``); yield ``(index,
+        predictions)`` as each finishes, bounded like :meth:`map_samples`."""
+        async def one(idx: int, msgs: list[Message]) -> tuple[int, list[Prediction]]:
+            return idx, await self.predict(msgs, config, domain=domain)
+
         results = as_completed_bounded((one(i, msgs) for i, msgs in enumerate(requests)), self.concurrency * 2)
         async with aclosing(results):
             async for item in results:

@@ -48,6 +48,8 @@ class ChatRequest(BaseModel):
     n: int | None = None
     stop: str | list[str] | None = None
     stream: bool = False
+    domain: str | None = None
+    """Not OpenAI's: the caller's domain, passed to the backend (the retrieval floor needs it)."""
 
     def generation_config(self) -> GenerationConfig:
         stop = [self.stop] if isinstance(self.stop, str) else self.stop
@@ -229,7 +231,7 @@ def create_app(
         counters["in_flight"] += 1
         counters["peak_in_flight"] = max(counters["peak_in_flight"], counters["in_flight"])
         try:
-            completions = await backend.complete(body.chat_messages(), config)
+            completions = await backend.complete(body.chat_messages(), config, domain=body.domain)
         except BackendError as exc:
             counters["errors"] += 1
             return _error(400, str(exc), "invalid_request_error")

@@ -12,8 +12,12 @@ Grammar (every command, judge flag and YAML config uses it)::
   a part of the spec (``--opt model=other``), and takes values verbatim, so a value holding
   a comma goes there.
 - ``LABEL=``: a display name; only judges (``-j NAME=openai:MODEL@URL``) take one.
+- Options every backend takes (:data:`RUNNER_OPTIONS`), applied by the runner around the
+  backend rather than by it: ``demos=K`` puts the K nearest train-split turns of the
+  sample's domain into the simulation context, from ``demo_source=PATH`` (default: the
+  local benchmark's trajectories, train split only); see :mod:`agentworld.models.demos`.
 
-Examples: ``smol``, ``hf:ckpt/,precision=bf16``, ``retrieval:trajs.jsonl,domain=terminal``,
+Examples: ``smol``, ``smol,demos=2``, ``hf:ckpt/,precision=bf16``, ``retrieval:trajs.jsonl,domain=terminal``,
 ``openai:qwen3:8b@http://localhost:8000/v1,max_retries=2``.
 
 This module imports nothing heavy: parsing a spec never loads torch or transformers.
@@ -52,6 +56,14 @@ class BackendKind:
     def takes_url(self) -> bool:
         return "base_url" in self.options
 
+    @property
+    def all_options(self) -> dict[str, type]:
+        """The constructor's options plus those the runner applies (:data:`RUNNER_OPTIONS`)."""
+        return {**self.options, **RUNNER_OPTIONS}
+
+
+RUNNER_OPTIONS: dict[str, type] = {"demos": int, "demo_source": str}
+"""Options of every backend that the runner handles, never passed to a constructor."""
 
 KINDS: dict[str, BackendKind] = {
     k.name: k
@@ -59,7 +71,7 @@ KINDS: dict[str, BackendKind] = {
         BackendKind(
             "openai", "model", "any OpenAI-compatible endpoint: openai:MODEL@URL",
             {"model": str, "base_url": str, "api_key": str, "timeout": float, "max_retries": int, "backoff_s": float,
-             "backoff_max_s": float, "revision": str, "extra_body": dict, "jitter_seed": int},
+             "backoff_max_s": float, "revision": str, "extra_body": dict, "jitter_seed": int, "send_domain": bool},
             impl="agentworld.models.openai_api:OpenAIBackend",
         ),
         BackendKind(
@@ -76,7 +88,7 @@ KINDS: dict[str, BackendKind] = {
         ),
         BackendKind(
             "retrieval", "source", "BM25 over past turns, the baseline: retrieval:TRAJECTORIES",
-            {"source": str, "domain": str, "context_turns": int, "context_weight": float},
+            {"source": str, "domain": str, "context_turns": int, "context_weight": float, "adapt": bool},
             required=("source",), impl="agentworld.models.retrieval:RetrievalBackend",
         ),
     )
@@ -116,13 +128,21 @@ class BackendSpec(BaseModel):
         return KINDS[self.name]
 
     def kwargs(self) -> dict[str, Any]:
-        """The backend constructor's keyword arguments."""
+        """Every option given, the target and URL included (runner options too)."""
         out = dict(self.options)
         if self.target is not None and self.kind.target:
             out[self.kind.target] = self.target
         if self.base_url is not None:
             out["base_url"] = self.base_url
         return out
+
+    def backend_kwargs(self) -> dict[str, Any]:
+        """The backend constructor's keyword arguments: :meth:`kwargs` less the runner's."""
+        return {k: v for k, v in self.kwargs().items() if k not in RUNNER_OPTIONS}
+
+    def runner_options(self) -> dict[str, Any]:
+        """The options the runner applies (``demos``, ``demo_source``) that this spec sets."""
+        return {k: v for k, v in self.options.items() if k in RUNNER_OPTIONS}
 
     def with_options(self, **options: Any) -> BackendSpec:
         """This spec plus ``options`` (already typed); the same checks as parsing."""
@@ -218,9 +238,9 @@ def _build(name: str, label: str | None, given: dict[str, Any], extra: dict[str,
     kind = _kind(name, where)
     values = dict(given)
     for key, value in extra.items():
-        if key not in kind.options:
+        if key not in kind.all_options:
             raise BackendSpecError(
-                f"{where!r}: the {name} backend has no option {key!r}; its options: {', '.join(kind.options)}"
+                f"{where!r}: the {name} backend has no option {key!r}; its options: {', '.join(kind.all_options)}"
             )
         if strict and key in values:
             raise BackendSpecError(f"{where!r}: {key} is given twice ({values[key]!r} and {value!r})")
@@ -236,7 +256,7 @@ def _coerce(kind: BackendKind, key: str, value: Any) -> Any:
     (Python, YAML) pass as they are."""
     if not isinstance(value, str):
         return value
-    want = kind.options[key]
+    want = kind.all_options[key]
     try:
         if want is bool:
             low = value.strip().lower()

@@ -110,9 +110,11 @@ class SimEnv(Env):
 
     def step(self, action: str) -> Step:
         messages, injections = self._prepare(action)
-        first = self.wm.predict_sync(messages, self.config)[0]
+        first = self.wm.predict_sync(messages, self.config, **self._request)[0]
         conflicts = self._conflicts(action, first)
-        extra = self.wm.predict_sync(messages, self._resample_config()) if conflicts and self.resample else []
+        extra = (
+            self.wm.predict_sync(messages, self._resample_config(), **self._request) if conflicts and self.resample else []
+        )
         return self._finish(action, *self._choose(action, first, conflicts, extra), injections)
 
     async def astep(self, action: str) -> Step:
@@ -120,15 +122,21 @@ class SimEnv(Env):
         # grows with the action and the history: they run in a worker thread, so a large
         # action in one session never stalls the event loop that serves the others.
         messages, injections = await anyio.to_thread.run_sync(self._prepare, action)
-        first = (await self.wm.predict(messages, self.config))[0]
+        first = (await self.wm.predict(messages, self.config, **self._request))[0]
         if not self.resample:
             return await anyio.to_thread.run_sync(self._settle, action, first, None, [], injections)
         conflicts = await anyio.to_thread.run_sync(self._conflicts, action, first)
-        extra = await self.wm.predict(messages, self._resample_config()) if conflicts else []
+        extra = await self.wm.predict(messages, self._resample_config(), **self._request) if conflicts else []
         return await anyio.to_thread.run_sync(self._settle, action, first, conflicts, extra, injections)
 
     def context(self) -> SimContext:
         return self.state.scenario.context
+
+    @property
+    def _request(self) -> dict[str, str]:
+        # The world model answers in this env's domain; demonstrations (demos=K) never
+        # come from the trajectory the scenario was made from.
+        return {"domain": self.domain, "exclude_trajectory": self.state.scenario.id}
 
     @property
     def episode_over(self) -> bool:
