@@ -36,6 +36,8 @@ class EpisodeJob:
     """``train`` or ``test``; test-split trajectories become benchmark samples."""
     task: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    split_by: str | None = None
+    """The rule that put the job's template on its side (e.g. ``template-v1``), stamped in provenance."""
 
 
 @dataclass
@@ -170,6 +172,8 @@ def _stamp(traj: Trajectory, job: EpisodeJob) -> Trajectory:
     """Record the job id, split, seed and task in the provenance (the resume key)."""
     prov = traj.provenance.model_dump()
     prov.update(job_id=job.job_id, split=job.split)
+    if job.split_by is not None:
+        prov["split_by"] = job.split_by
     for key, value in (("seed", job.seed), ("task", job.task)):
         if prov.get(key) is None:
             prov[key] = value

@@ -71,16 +71,25 @@ def agent_settings(agent: str, opts: list[str] | None) -> dict[str, Any] | None:
     return settings
 
 
-def split_jobs(domain: str, episodes: int, test_episodes: int, seed: int, templates: list[str] | None) -> list[Any]:
-    """Training jobs on seeds ``seed..``, held-out ones on ``HELD_OUT + seed..``; templates cycle."""
+def split_jobs(domain: str, episodes: int, test_episodes: int, seed: int, templates: list[str],
+               only: list[str] | None = None) -> list[Any]:
+    """Training jobs on seeds ``seed..`` over the training templates, held-out ones on
+    ``HELD_OUT + seed..`` over the held-out templates (:mod:`agentworld.envs.split`);
+    each side cycles through its templates, restricted to ``only`` when given."""
     from agentworld.envs.collect import EpisodeJob
+    from agentworld.envs.split import SPLIT_RULE, split_templates
 
+    split = split_templates(domain, templates)
     jobs = []
-    for split, n, base in (("train", episodes, seed), ("test", test_episodes, HELD_OUT + seed)):
+    for side, n, base, names in (("train", episodes, seed, split.train), ("test", test_episodes, HELD_OUT + seed, split.test)):
+        names = [t for t in names if only is None or t in only]
+        if n and not names:
+            raise fail(f"--template {' '.join(only or [])}: no {side}-split {domain} template among them",
+                       f"{side}-split templates: {', '.join(getattr(split, side))}")
         for i in range(n):
             s = base + i
-            template = templates[i % len(templates)] if templates else None
-            jobs.append(EpisodeJob(job_id=f"{domain}-{split}-{s}", seed=s, split=split, task=template))
+            jobs.append(EpisodeJob(job_id=f"{domain}-{side}-{s}", seed=s, split=side, task=names[i % len(names)],
+                                   split_by=SPLIT_RULE))
     return jobs
 
 
@@ -123,9 +132,10 @@ class Collection:
         """The ``--agent`` spec as agent config fields, or None for the scripted policy."""
         return agent_settings(self.agent, self.agent_opt)
 
-    def run(self, domain: str, templates: list[str] | None, run_one: Callable[[Any], Any]) -> None:
-        """Split the seeds into jobs (``templates`` cycled), run them and report."""
-        jobs = split_jobs(domain, self.episodes, self.test_episodes, self.seed, templates)
+    def run(self, domain: str, templates: list[str], run_one: Callable[[Any], Any], only: list[str] | None = None) -> None:
+        """Split the templates and seeds into jobs, run them and report (``only``: the
+        ``--template`` restriction)."""
+        jobs = split_jobs(domain, self.episodes, self.test_episodes, self.seed, templates, only)
         run_and_report(domain, jobs, run_one, self.out_path, self.workers, self.bench_dir)
 
 

@@ -56,7 +56,7 @@ def collect_mcp(collection: Collection, template: Templates = None, agent_native
         with McpEnv() as env:
             return _play(env, task, config, job, "mcp/" + "+".join(task.options["servers"]))
 
-    collection.run("mcp", template, run_one)
+    collection.run("mcp", sorted(TEMPLATES), run_one, template)
 
 
 @collect_command("search", episodes=20, test_episodes=30)
@@ -97,4 +97,4 @@ def collect_search(
     def run_one(job: Any) -> Any:
         return _play(SearchEnv(engine=engine), make_task(engine, job.seed, job.task), config, job, "search/offline")
 
-    collection.run("search", template, run_one)
+    collection.run("search", sorted(TEMPLATES), run_one, template)

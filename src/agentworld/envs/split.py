@@ -1,0 +1,56 @@
+"""Which task templates are held out: the test split is whole templates, not just other seeds.
+
+Re-running a training template with other seeds gives near-copies of training episodes
+(the same commands with other numbers), so a benchmark built that way measures recall.
+Here each domain's templates are divided once: a template is held out when a hash of
+(domain, name) falls under :data:`HELD_OUT_FRACTION`. The rule looks at one name at a
+time, so adding or removing templates never moves the others; two guards keep both
+sides non-empty (the lowest-hashed template is held out if none falls under the
+threshold, the highest-hashed one trains if all do). Test jobs also use their own seeds
+(``HELD_OUT`` and up), as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from agentworld.seeding import unit_hash
+
+HELD_OUT_FRACTION = 0.3
+"""Expected share of a domain's templates held out for test."""
+SPLIT_RULE = "template-v1"
+"""Stamped in each collected trajectory's provenance (``split_by``); bump it if the rule changes."""
+
+
+@dataclass(frozen=True)
+class TemplateSplit:
+    """A domain's templates on each side; together they are every template, with no overlap."""
+
+    domain: str
+    train: tuple[str, ...]
+    test: tuple[str, ...]
+
+    def side(self, name: str) -> str:
+        if name in self.test:
+            return "test"
+        if name in self.train:
+            return "train"
+        raise KeyError(f"{self.domain} template {name!r} is in neither split")
+
+
+def _rank(domain: str, name: str) -> float:
+    return unit_hash(0, SPLIT_RULE, domain, name)
+
+
+def split_templates(domain: str, names: Iterable[str], fraction: float = HELD_OUT_FRACTION) -> TemplateSplit:
+    """Divide ``names`` (deterministic: the same names always give the same split)."""
+    names = sorted(set(names))
+    if len(names) < 2:
+        raise ValueError(f"{domain}: a template split needs at least two templates, got {names}")
+    test = {n for n in names if _rank(domain, n) < fraction}
+    if not test:
+        test = {min(names, key=lambda n: _rank(domain, n))}
+    if len(test) == len(names):
+        test.discard(max(names, key=lambda n: _rank(domain, n)))
+    return TemplateSplit(domain, tuple(n for n in names if n not in test), tuple(sorted(test)))
