@@ -86,7 +86,7 @@ def collect_search(
         if bad := [s for s in sources if s not in SOURCES]:
             raise fail(f"unknown corpus source(s): {', '.join(bad)}", f"choose from: {', '.join(SOURCES)}")
         if missing := [s for s in sources if not have[s]]:
-            pkgs = " ".join(APT_PACKAGES[s] for s in missing)
+            pkgs = " ".join(p for s in missing for p in APT_PACKAGES[s])
             raise fail(f"corpus sources not installed: {', '.join(missing)}", f"apt-get install {pkgs} (or run scripts/setup.sh)")
         with console.status(f"building search corpus in {corpus} (a few minutes for the full corpus)") as status:
             manifest = build_corpus(corpus, CorpusConfig(sources=sources, max_pages=max_pages),
