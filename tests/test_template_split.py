@@ -15,21 +15,37 @@ ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "benchmarks" / "local" / "trajectories"
 
 
-def _registries() -> dict[str, list[str]]:
+def _registries() -> dict[str, tuple[list[str], dict[str, str] | None]]:
+    """Each domain's templates and families, as ``agentworld collect`` splits them."""
     from agentworld.envs.mcp import TEMPLATES as MCP
+    from agentworld.envs.mcp.tasks import template_families
     from agentworld.envs.search import TEMPLATES as SEARCH
     from agentworld.envs.swe import REPOS
     from agentworld.envs.terminal import TEMPLATES as TERMINAL
 
-    return {"terminal": TERMINAL.names(), "mcp": sorted(MCP), "search": sorted(SEARCH), "swe": sorted(REPOS)}
+    return {"terminal": (TERMINAL.names(), TERMINAL.families()), "mcp": (sorted(MCP), template_families()),
+            "search": (sorted(SEARCH), None), "swe": (sorted(REPOS), None)}
 
 
 def test_split_is_deterministic_disjoint_and_complete() -> None:
-    for domain, names in _registries().items():
-        split = split_templates(domain, names)
-        assert split == split_templates(domain, list(reversed(names)))
+    for domain, (names, families) in _registries().items():
+        split = split_templates(domain, names, families=families)
+        assert split == split_templates(domain, list(reversed(names)), families=families)
         assert split.train and split.test and not set(split.train) & set(split.test)
         assert set(split.train) | set(split.test) == set(names)
+        # Every family of several templates keeps a training template.
+        groups: dict[str, set[str]] = defaultdict(set)
+        for n in names:
+            groups[(families or {}).get(n, n)].add(n)
+        assert all(group & set(split.train) for group in groups.values() if len(group) > 1), domain
+
+
+def test_a_family_held_out_whole_keeps_one_template_in_train() -> None:
+    names = [f"t{i}" for i in range(40)]
+    plain = split_templates("terminal", names)
+    family = {n: "all-test" if n in plain.test else "mixed" for n in names}
+    split = split_templates("terminal", names, families=family)
+    assert len(split.test) == len(plain.test) - 1 and set(split.test) < set(plain.test)
 
 
 def test_adding_a_template_moves_no_other() -> None:
@@ -76,7 +92,8 @@ def test_shipped_benchmark_holds_out_whole_templates(domain: str) -> None:
         sides[t.provenance.split or "?"].add(_template(t.provenance.task))
     assert set(sides) == {"train", "test"}
     assert not sides["train"] & sides["test"]
-    split = split_templates(domain, _registries()[domain])
+    names, families = _registries()[domain]
+    split = split_templates(domain, names, families=families)
     assert sides["test"] <= set(split.test) and sides["train"] <= set(split.train)
     # No held-out turn (action and observation, digits masked) appears in a training trajectory.
     train_turns = {turn_fingerprint(u.action, u.observation) for t in trajs if t.provenance.split == "train" for u in t.turns}

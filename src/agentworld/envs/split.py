@@ -4,15 +4,16 @@ Re-running a training template with other seeds gives near-copies of training ep
 (the same commands with other numbers), so a benchmark built that way measures recall.
 Here each domain's templates are divided once: a template is held out when a hash of
 (domain, name) falls under :data:`HELD_OUT_FRACTION`. The rule looks at one name at a
-time, so adding or removing templates never moves the others; two guards keep both
-sides non-empty (the lowest-hashed template is held out if none falls under the
-threshold, the highest-hashed one trains if all do). Test jobs also use their own seeds
+time, so adding or removing templates never moves the others. Guards keep both sides
+non-empty: the lowest-hashed template is held out if none falls under the threshold,
+and in each family (terminal category, MCP server; optional) whose templates all fell
+under it, the highest-hashed one trains, so no kind of environment is test-only. Test jobs also use their own seeds
 (``HELD_OUT`` and up), as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from agentworld.seeding import unit_hash
@@ -43,14 +44,24 @@ def _rank(domain: str, name: str) -> float:
     return unit_hash(0, SPLIT_RULE, domain, name)
 
 
-def split_templates(domain: str, names: Iterable[str], fraction: float = HELD_OUT_FRACTION) -> TemplateSplit:
-    """Divide ``names`` (deterministic: the same names always give the same split)."""
+def split_templates(domain: str, names: Iterable[str], fraction: float = HELD_OUT_FRACTION,
+                    families: Mapping[str, str] | None = None) -> TemplateSplit:
+    """Divide ``names`` (deterministic: the same names always give the same split).
+
+    ``families`` maps a template to its family (default: every template its own, so
+    the only guard is that some template trains)."""
     names = sorted(set(names))
     if len(names) < 2:
         raise ValueError(f"{domain}: a template split needs at least two templates, got {names}")
     test = {n for n in names if _rank(domain, n) < fraction}
     if not test:
         test = {min(names, key=lambda n: _rank(domain, n))}
+    groups: dict[str, list[str]] = {}
+    for n in names:
+        groups.setdefault((families or {}).get(n, n), []).append(n)
+    for group in groups.values():
+        if len(group) > 1 and set(group) <= test:
+            test.discard(max(group, key=lambda n: _rank(domain, n)))
     if len(test) == len(names):
         test.discard(max(names, key=lambda n: _rank(domain, n)))
     return TemplateSplit(domain, tuple(n for n in names if n not in test), tuple(sorted(test)))

@@ -72,14 +72,14 @@ def agent_settings(agent: str, opts: list[str] | None) -> dict[str, Any] | None:
 
 
 def split_jobs(domain: str, episodes: int, test_episodes: int, seed: int, templates: list[str],
-               only: list[str] | None = None) -> list[Any]:
+               only: list[str] | None = None, families: dict[str, str] | None = None) -> list[Any]:
     """Training jobs on seeds ``seed..`` over the training templates, held-out ones on
     ``HELD_OUT + seed..`` over the held-out templates (:mod:`agentworld.envs.split`);
     each side cycles through its templates, restricted to ``only`` when given."""
     from agentworld.envs.collect import EpisodeJob
     from agentworld.envs.split import SPLIT_RULE, split_templates
 
-    split = split_templates(domain, templates)
+    split = split_templates(domain, templates, families=families)
     jobs = []
     for side, n, base, names in (("train", episodes, seed, split.train), ("test", test_episodes, HELD_OUT + seed, split.test)):
         names = [t for t in names if only is None or t in only]
@@ -132,10 +132,11 @@ class Collection:
         """The ``--agent`` spec as agent config fields, or None for the scripted policy."""
         return agent_settings(self.agent, self.agent_opt)
 
-    def run(self, domain: str, templates: list[str], run_one: Callable[[Any], Any], only: list[str] | None = None) -> None:
+    def run(self, domain: str, templates: list[str], run_one: Callable[[Any], Any], only: list[str] | None = None,
+            families: dict[str, str] | None = None) -> None:
         """Split the templates and seeds into jobs, run them and report (``only``: the
-        ``--template`` restriction)."""
-        jobs = split_jobs(domain, self.episodes, self.test_episodes, self.seed, templates, only)
+        ``--template`` restriction; ``families``: see :func:`agentworld.envs.split.split_templates`)."""
+        jobs = split_jobs(domain, self.episodes, self.test_episodes, self.seed, templates, only, families)
         run_and_report(domain, jobs, run_one, self.out_path, self.workers, self.bench_dir)
 
 

@@ -58,4 +58,4 @@ def collect_terminal(
 
     # SIGTERM ends the run like Ctrl-C: running episodes finish and tear their sandboxes down.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    collection.run("terminal", TEMPLATES.names(), run_one, template)
+    collection.run("terminal", TEMPLATES.names(), run_one, template, TEMPLATES.families())

@@ -44,6 +44,7 @@ def _play(env: Any, task: Any, config: Any, job: Any, environment: str) -> Any:
 def collect_mcp(collection: Collection, template: Templates = None, agent_native_tools: AgentNative = True) -> None:
     """Record episodes against real MCP servers (time, git, fetch, filesystem, memory, everything, sequential-thinking)."""
     from agentworld.envs.mcp import TEMPLATES, McpEnv, make_task, missing_servers
+    from agentworld.envs.mcp.tasks import template_families
 
     _check_templates("MCP", template, TEMPLATES)
     config = _agent(collection, agent_native_tools)
@@ -56,7 +57,7 @@ def collect_mcp(collection: Collection, template: Templates = None, agent_native
         with McpEnv() as env:
             return _play(env, task, config, job, "mcp/" + "+".join(task.options["servers"]))
 
-    collection.run("mcp", sorted(TEMPLATES), run_one, template)
+    collection.run("mcp", sorted(TEMPLATES), run_one, template, template_families())
 
 
 @collect_command("search", episodes=20, test_episodes=30)
