@@ -5,8 +5,8 @@ Re-running a training template with other seeds gives near-copies of training ep
 Here each domain's templates are divided once: a template is held out when a hash of
 (domain, name) falls under :data:`HELD_OUT_FRACTION`. The rule looks at one name at a
 time, so adding or removing templates never moves the others. Guards keep both sides
-non-empty: the lowest-hashed template is held out if none falls under the threshold,
-and in each family (terminal category, MCP server; optional) whose templates all fell
+non-empty and the test side not too small: the lowest-hashed templates are held out
+until at least ``int(fraction * n)`` (and one) are, and in each family (terminal category, MCP server; optional) whose templates all fell
 under it, the highest-hashed one trains, so no kind of environment is test-only. Test jobs also use their own seeds
 (``HELD_OUT`` and up), as before.
 """
@@ -53,9 +53,10 @@ def split_templates(domain: str, names: Iterable[str], fraction: float = HELD_OU
     names = sorted(set(names))
     if len(names) < 2:
         raise ValueError(f"{domain}: a template split needs at least two templates, got {names}")
-    test = {n for n in names if _rank(domain, n) < fraction}
-    if not test:
-        test = {min(names, key=lambda n: _rank(domain, n))}
+    # Those under the threshold are a prefix of this order; the minimum extends it.
+    ranked = sorted(names, key=lambda n: _rank(domain, n))
+    under = sum(_rank(domain, n) < fraction for n in names)
+    test = set(ranked[:max(under, 1, int(fraction * len(names)))])
     groups: dict[str, list[str]] = {}
     for n in names:
         groups.setdefault((families or {}).get(n, n), []).append(n)
