@@ -124,6 +124,6 @@ def top_sort_keys(rng: random.Random) -> T:
     mb = rng.randrange(20, 80)
     return T("top-sort-keys", f"Start a process holding {mb} MB, then find it in top sorted by memory and quit.",
              category="processes", actions=[
-                 cmd(f"python3 -c 'import time; b = bytearray({mb} * 2**20); time.sleep(60)' &"), keys(("", 1.0)),
-                 cmd("top -d 10", 1.5), keys(("M", 1.0)), keys(("c", 1.0)), keys(("q", 0.5)),
-                 cmd("ps -o pid,rss,args --sort=-rss | head -n 3 | cut -c1-80"), cmd("kill %1")])
+                 cmd(f"python3 -c 'import time; b = bytearray({mb} * 2**20); time.sleep(60)' & sleep 1"),
+                 cmd("top -d 10", 1.5), keys(("M", 1.0)), keys(("c", 1.0)), keys(("1", 0.5), ("q", 0.5)),
+                 cmd("ps -o pid,rss,args --sort=-rss | head -n 3 | cut -c1-80"), cmd("kill %1 && wait")])
