@@ -9,6 +9,7 @@ import pytest
 
 from agentworld.cli.collect._app import HELD_OUT, split_jobs
 from agentworld.envs.split import SPLIT_RULE, split_templates
+from agentworld.records.bench import load_bench_dir
 from agentworld.records.trajectory import read_trajectories
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,8 +96,10 @@ def test_shipped_benchmark_holds_out_whole_templates(domain: str) -> None:
     names, families = _registries()[domain]
     split = split_templates(domain, names, families=families)
     assert sides["test"] <= set(split.test) and sides["train"] <= set(split.train)
-    # No held-out turn (action and observation, digits masked) appears in a training trajectory.
+    # No turn of a benchmarked trajectory (action and observation, digits masked) is in a training trajectory.
+    benched = {x.trajectory_id for x in load_bench_dir(RECORDED.parent, domains=[domain], strict=True).samples}
+    assert benched and benched <= {t.id for t in trajs if t.provenance.split == "test"}
     train_turns = {turn_fingerprint(u.action, u.observation) for t in trajs if t.provenance.split == "train" for u in t.turns}
-    shared = [(t.id, i) for t in trajs if t.provenance.split == "test" for i, u in enumerate(t.turns)
+    shared = [(t.id, i) for t in trajs if t.id in benched for i, u in enumerate(t.turns)
               if turn_fingerprint(u.action, u.observation) in train_turns]
-    assert not shared, f"{len(shared)} held-out turns also in train, e.g. {shared[:3]}"
+    assert not shared, f"{len(shared)} benchmarked turns also in train, e.g. {shared[:3]}"

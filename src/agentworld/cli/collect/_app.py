@@ -97,17 +97,23 @@ def run_and_report(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], 
          bench_dir: Path | None) -> None:
     """Sweep what killed runs left, run the jobs on the shared runner (``out_path`` None:
     ``runs/collect/<domain>.jsonl``), print what was recorded, exit 1 if any failed."""
+    from agentworld.data.split import turn_fingerprint
     from agentworld.envs.collect import failures_path, run_collection
     from agentworld.envs.sweep import sweep_leftovers
 
     out_path = out_path or OUT_DIR / f"{domain}.jsonl"
     if (swept := sweep_leftovers()).total:
         console.print(str(swept))
-    report = run_collection(jobs, run_one, out=out_path, workers=workers, bench_dir=bench_dir, desc=f"{domain} episodes")
+    # Held-out samples must not be training turns (digits masked, as the leakage check does).
+    report = run_collection(jobs, run_one, out=out_path, workers=workers, bench_dir=bench_dir, desc=f"{domain} episodes",
+                            turn_key=lambda t: turn_fingerprint(t.action, t.observation))
     out.print(f"{out_path}: {report.done} recorded, {report.skipped} already there, {report.failed} failed "
               f"({report.episodes_per_minute:.1f} episodes/min)")
     for path, n in report.bench_files.items():
         out.print(f"{path}: {n} samples")
+    if report.bench_left_out:
+        out.print(f"{report.bench_left_out} held-out episodes left out of the benchmark: they share a turn with "
+                  "training episodes (record more with --test-episodes)")
     if report.failed:
         for job_id, msg in report.failures[:5]:
             console.print(f"[yellow]failed[/] {job_id}: {msg}")
