@@ -84,7 +84,7 @@ def split_jobs(domain: str, episodes: int, test_episodes: int, seed: int, templa
     for side, n, base, names in (("train", episodes, seed, split.train), ("test", test_episodes, HELD_OUT + seed, split.test)):
         names = [t for t in names if only is None or t in only]
         if n and not names:
-            raise fail(f"--template {' '.join(only or [])}: no {side}-split {domain} template among them",
+            raise fail(f"{', '.join(only or [])}: no {side}-split {domain} template among them",
                        f"{side}-split templates: {', '.join(getattr(split, side))}")
         for i in range(n):
             s = base + i
