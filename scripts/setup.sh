@@ -10,7 +10,9 @@ SUDO=""
 APT_PACKAGES=(tmux bubblewrap debootstrap libseccomp2)
 # Search corpus sources (Python and kernel docs, man pages, a dictionary) and, where Node is
 # missing, Node for the MCP servers from npm.
-APT_PACKAGES+=(python3.11-doc linux-doc-6.1 manpages dict-gcide)
+# The corpus reads only these packages' files (dpkg -L; see envs/search/sources.py).
+APT_PACKAGES+=(python3.11-doc linux-doc-6.1 dict-gcide manpages manpages-dev coreutils findutils grep sed tar gzip
+               diffutils bash util-linux procps less man-db)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(nodejs npm)
 
 if [ "${AGENTWORLD_SKIP_APT:-0}" != "1" ]; then

@@ -98,3 +98,16 @@ def test_async_run_one_and_unique_ids(tmp_path: Path) -> None:
     assert rep.done == 3
     with pytest.raises(ValueError, match="unique"):
         run_collection([EpisodeJob("a", 0), EpisodeJob("a", 1)], _async_episode, out=tmp_path / "p.jsonl")
+
+
+def test_held_out_episodes_sharing_a_training_turn_stay_out_of_the_benchmark(tmp_path: Path) -> None:
+    """With a turn key, a test episode that repeats a training turn is not benchmarked."""
+    out = tmp_path / "traj.jsonl"
+    run = ShellEpisodes()
+    # Keyed by observation with digits masked: `echo 0-k` and `echo 1-k` print the "same" line.
+    key = lambda t: "".join("0" if c.isdigit() else c for c in t.observation)  # noqa: E731
+    rep = run_collection(_jobs(2, turns=3), run, out=out, bench_dir=tmp_path / "bench", show_progress=False,
+                         turn_key=key)
+    assert rep.done == 2 and rep.bench_left_out == 1 and not any(rep.bench_files.values())
+    rep = run_collection(_jobs(2, turns=3), run, out=out, bench_dir=tmp_path / "b2", show_progress=False)
+    assert rep.bench_left_out == 0 and sum(rep.bench_files.values()) == 3

@@ -22,14 +22,16 @@ def test_collect_terminal_records_and_resumes(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     assert "3recorded,0alreadythere,0failed" in _flat(r.output)
     trajs = read_trajectories(out, strict=True).items
-    assert {t.provenance.task for t in trajs} == {"git-first-commit", "python-traceback"}
-    assert {t.provenance.split for t in trajs} == {"train", "test"}
+    # git-first-commit is a held-out template, python-traceback a training one.
+    assert {(t.provenance.split, t.provenance.task) for t in trajs} == {("train", "python-traceback"),
+                                                                        ("test", "git-first-commit")}
+    assert {t.provenance.split_by for t in trajs} == {"template-v1"}
     assert all(t.provenance.agent == "scripted" and t.initial_state for t in trajs)
     git = next(t for t in trajs if t.provenance.task == "git-first-commit")
     assert "Initialized empty Git repository" in git.turns[1].observation
     assert "Initial commit" in git.turns[-1].observation
     samples = load_bench_dir(bench, strict=True).samples
-    assert len(samples) == 5 + 4 and {s.task for s in samples} == {"terminal"}
+    assert len(samples) == 2 * 5 and {s.task for s in samples} == {"terminal"}
     assert all(s.system_str and s.trajectory_id.startswith("terminal-test-") for s in samples)
 
     r = CliRunner().invoke(app, args)

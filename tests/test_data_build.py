@@ -104,7 +104,11 @@ def test_cpt_loss_mask_token_by_token(tmp_path: Path, data_dir: Path, inputs: li
         knowledge=[str(knowledge)],
     )
     report = build_cpt(cfg)
-    assert report.prepared["filters"]["mcp"]["dropped_undeclared_tool"] == 1
+    # The hand-built one, plus any sampled recording whose script calls a tool no server
+    # declares on purpose (the everything template does).
+    undeclared = sum(1 for t in read_trajectories(Path(inputs[-1]) / "recorded.jsonl").items if t.domain == "mcp"
+                     and {json.loads(u.action)["name"] for u in t.turns} - {x["name"] for x in t.tools}) if len(inputs) > 1 else 0
+    assert report.prepared["filters"]["mcp"]["dropped_undeclared_tool"] == 1 + undeclared
     assert report.prepared["filters"]["terminal"]["dropped_too_few_turns"] == 1
     assert report.knowledge_samples == 1
     ds = Dataset.from_parquet(str(tmp_path / "cpt" / "train.parquet"))

@@ -49,8 +49,9 @@ def test_build_from_the_local_benchmark_keeps_no_held_out_trajectory(tmp_path: P
     trained = set(split["train"])
     assert trained and not trained & (test_side | evaluated)
     assert set(split["held_out"]) == test_side | evaluated
-    # near-copies of evaluated episodes are dropped too, and counted
-    assert split["excluded_near_bench"] and not trained & set(split["excluded_near_bench"])
+    # near-copies of evaluated episodes are dropped too, and counted (the local benchmark
+    # holds out whole templates, so it may have none: the planted test below covers them)
+    assert not trained & set(split["excluded_near_bench"])
     assert {r["trajectory_id"] for r in Dataset.from_parquet(str(out / "train.parquet"))} <= trained
     report = json.loads((out / "report.json").read_text())
     excluded = len(split["held_out"]) + len(split["excluded_near_bench"])

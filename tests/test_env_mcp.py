@@ -169,7 +169,7 @@ def test_registered_and_seeded() -> None:
 def test_collect_cli_writes_bench_and_resumes(tmp_path: Path) -> None:
     runner = CliRunner()
     args = ["collect", "mcp", "--out", str(tmp_path / "mcp.jsonl"), "--bench-dir", str(tmp_path / "bench"),
-            "--episodes", "1", "--test-episodes", "2", "--template", "memory", "--template", "everything"]
+            "--episodes", "1", "--test-episodes", "2", "--template", "memory", "--template", "time"]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     bench = load_bench_dir(tmp_path / "bench")
@@ -188,11 +188,28 @@ def test_committed_benchmark_trajectories_replay(env: McpEnv) -> None:
     trajs = read_trajectories(path, strict=True).items
     picked = {}
     for t in trajs:
-        if t.provenance.task in ("git", "memory", "filesystem") and t.provenance.split == "test":
+        if t.provenance.task in ("git", "sequential-thinking") and t.provenance.split == "test":
             picked.setdefault(t.provenance.task, t)
-    assert len(picked) == 3
+    assert len(picked) == 2
     for traj in picked.values():
         task = make_task(traj.provenance.seed, traj.provenance.task)
         replay = record_episode(env, [t.action for t in traj.turns], trajectory_id="r", options=task.reset_options())
         assert [t.observation for t in replay.turns] == [t.observation for t in traj.turns], traj.id
         assert replay.tools == traj.tools and replay.initial_state == traj.initial_state
+
+
+def test_pydantic_error_links_are_recorded_without_a_version(env: McpEnv) -> None:
+    """A pydantic validation error from a Python server (git) records no pydantic version."""
+    env.reset(options={"servers": ["git"], "repo": {"commits": [{"message": "init", "files": {"x.py": "x = 1\n"}}]}})
+    obs = env.step('{"name": "git_add", "arguments": {"repo_path": "/workspace/repo", "files": []}}').observation
+    assert "errors.pydantic.dev/latest/v/too_short" in obs
+    assert not re.search(r"errors\.pydantic\.dev/\d", obs)
+
+
+def test_unversioned_rewrites_only_the_version_segment() -> None:
+    from agentworld.envs.mcp.versions import unversioned
+
+    text = "visit https://errors.pydantic.dev/2.13/v/missing and https://errors.pydantic.dev/2.14/v/url_parsing"
+    assert unversioned(text) == ("visit https://errors.pydantic.dev/latest/v/missing and "
+                                 "https://errors.pydantic.dev/latest/v/url_parsing")
+    assert unversioned("pydantic 2.13 at https://docs.pydantic.dev/2.13/") == "pydantic 2.13 at https://docs.pydantic.dev/2.13/"

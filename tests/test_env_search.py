@@ -54,6 +54,18 @@ def _page_urls(corpus: Path) -> list[str]:
         return [r[0] for r in db.execute("SELECT url FROM pages ORDER BY rowid")]
 
 
+def test_corpus_reads_only_the_pinned_packages_files(corpus: Path) -> None:
+    """No host file outside the packages setup.sh installs reaches the corpus."""
+    from agentworld.envs.search.sources import APT_PACKAGES, package_files
+
+    files = (corpus / "files.txt").read_text().splitlines()
+    assert files and all(f.startswith("/usr/share/") for f in files)
+    allowed = set().union(*(package_files(p) for pkgs in APT_PACKAGES.values() for p in pkgs))
+    assert set(files) <= allowed, sorted(set(files) - allowed)[:5]
+    setup = (Path(__file__).resolve().parents[1] / "scripts" / "setup.sh").read_text()
+    assert all(re.search(rf"\b{re.escape(p)}\b", setup) for pkgs in APT_PACKAGES.values() for p in pkgs)
+
+
 def test_urls_are_stable_across_builds(corpus: Path, tmp_path: Path) -> None:
     again = tmp_path / "again"
     build_corpus(again, CorpusConfig(max_pages=PAGES))

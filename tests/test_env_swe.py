@@ -103,11 +103,13 @@ def test_missing_sources_fail_with_the_command_that_fetches_them(tmp_path, monke
 @pytest.mark.slow
 def test_collect_swe_writes_benchmark_samples_and_resumes(tmp_path) -> None:
     args = ["collect", "swe", "--out", str(tmp_path / "swe.jsonl"), "--bench-dir", str(tmp_path),
-            "--test-episodes", "1", "--episodes", "1", "--repo", "inflection"]
+            "--test-episodes", "1", "--episodes", "1", "--repo", "inflection", "--repo", "parse"]
     res = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     trajs = list(read_trajectories(tmp_path / "swe.jsonl"))
     assert len(trajs) == 2 and {t.provenance.split for t in trajs} == {"train", "test"}
+    # parse is a held-out repository, inflection a training one (agentworld.envs.split).
+    assert {t.provenance.split: t.bug["repo"] for t in trajs} == {"train": "inflection", "test": "parse"}
     bench = load_bench_dir(tmp_path)
     samples = bench.samples
     assert samples and {s.task for s in samples} == {"swe"}
@@ -130,7 +132,7 @@ def test_committed_benchmark_trajectory_replays_in_the_real_environment() -> Non
     traj = min(held_out, key=lambda t: len(t.turns))
     replay = SweEnv()
     try:
-        replay.reset(seed=traj.provenance.seed)
+        replay.reset(seed=traj.provenance.seed, options={"repo": traj.bug["repo"]})
         assert replay.context().task_description == traj.task_description
         for turn in traj.turns:
             assert normalize(replay.step(turn.action).observation) == normalize(turn.observation), turn.action

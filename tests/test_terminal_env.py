@@ -141,3 +141,29 @@ def test_fork_copies_files_into_an_independent_episode(env: TerminalEnv) -> None
         assert r.observation == f"{PROMPT} cat proj/state.txt && echo v2 > proj/state.txt\nv1\n{PROMPT}"
         assert child.initial_state == env.initial_state
     assert step(env, ("cat proj/state.txt\n", 3)).observation.split("\n")[1] == "v1"
+
+
+def test_clear_and_top_keep_their_top_rows(env: TerminalEnv) -> None:
+    """Programs that clear the screen or draw from its top are observed whole, even when
+    the command line was well down the screen."""
+    env.reset()
+    step(env, ("for i in 1 2 3 4 5 6; do echo line$i; done\n", 5))
+    r = step(env, ("clear; echo hi; echo there\n", 5))
+    assert r.observation == f"hi\nthere\n{PROMPT}"
+    step(env, ("seq 1 8\n", 5))
+    r = step(env, ("clear; echo hi\n", 5))
+    assert r.observation == f"hi\n{PROMPT}"
+    # Output that only appends is still read from the command line on.
+    r = step(env, ("echo after\n", 5))
+    assert r.observation == f"{PROMPT} echo after\nafter\n{PROMPT}"
+    step(env, ("seq 1 5\n", 5))
+    r = step(env, ("top -d 5\n", 1.5))
+    rows = r.observation.split("\n")
+    assert rows[0].startswith("top - ") and rows[1].startswith("Tasks:"), r.observation[:300]
+    assert any(row.lstrip().startswith("PID") for row in rows[:8]) and "still_running" in r.info["events"]
+    r = step(env, ("q", 1))
+    assert r.info["prompt"] and r.observation.endswith(PROMPT)
+    r = step(env, ("top -b -n 1 | head -n 3\n", 10))
+    rows = r.observation.split("\n")
+    assert rows[0] == f"{PROMPT} top -b -n 1 | head -n 3" and rows[1].startswith("top - ")
+    assert rows[2].startswith("Tasks:") and rows[-1] == PROMPT

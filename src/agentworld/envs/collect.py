@@ -6,7 +6,10 @@ finished trajectories are appended to one JSONL file as they arrive, so a killed
 resumes where it stopped: jobs whose id is already in the file are skipped. A job that
 raises is recorded (with its error) in ``<out>.failures.jsonl`` and counted, never
 dropped silently, and is tried again on the next run. Trajectories of held-out jobs
-(``split == "test"``) become AgentWorldBench samples in ``<bench_dir>/<domain>_test.jsonl``.
+(``split == "test"``) become AgentWorldBench samples in ``<bench_dir>/<domain>_test.jsonl``,
+except, when a ``turn_key`` is given, those with a turn whose key some training
+trajectory of the same file also has (a shared corpus page, the same clock reading):
+such a sample would test recall of a training turn, not prediction.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import asyncio
 import inspect
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +26,7 @@ from typing import Any
 
 from agentworld.jsonl import JsonlAppender, write_jsonl
 from agentworld.records.select import TurnPolicy, trajectories_to_samples
-from agentworld.records.trajectory import Provenance, Trajectory, read_trajectories
+from agentworld.records.trajectory import Provenance, Trajectory, Turn, read_trajectories
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,8 @@ class EpisodeJob:
     """``train`` or ``test``; test-split trajectories become benchmark samples."""
     task: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    split_by: str | None = None
+    """The rule that put the job's template on its side (e.g. ``template-v1``), stamped in provenance."""
 
 
 @dataclass
@@ -51,6 +56,8 @@ class CollectionReport:
     failures: list[tuple[str, str]] = field(default_factory=list)
     bench_files: dict[str, int] = field(default_factory=dict)
     """Benchmark file -> number of samples written."""
+    bench_left_out: int = 0
+    """Held-out trajectories kept out of the benchmark: a turn of theirs is in training data."""
     elapsed_s: float = 0.0
 
     @property
@@ -82,6 +89,7 @@ def run_collection(
     desc: str = "episodes",
     policy: TurnPolicy | str = TurnPolicy.spread,
     show_progress: bool = True,
+    turn_key: Callable[[Turn], Hashable] | None = None,
 ) -> CollectionReport:
     """Record every job not yet in ``out`` with ``run_one`` (sync or async) on ``workers`` threads.
 
@@ -134,23 +142,32 @@ def run_collection(
     report.elapsed_s = time.monotonic() - t0
     if bench_dir is not None:
         test_ids = {j.job_id for j in jobs if j.split == "test"}
-        report.bench_files = write_bench(out, Path(bench_dir), test_ids, policy=policy)
+        report.bench_files, report.bench_left_out = write_bench(out, Path(bench_dir), test_ids, policy=policy,
+                                                                turn_key=turn_key)
     return report
 
 
-def write_bench(out: Path, bench_dir: Path, test_ids: set[str], *,
-                policy: TurnPolicy | str = TurnPolicy.spread) -> dict[str, int]:
-    """(Re)write ``<domain>_test.jsonl`` from the held-out trajectories recorded in ``out``."""
+def write_bench(out: Path, bench_dir: Path, test_ids: set[str], *, policy: TurnPolicy | str = TurnPolicy.spread,
+                turn_key: Callable[[Turn], Hashable] | None = None) -> tuple[dict[str, int], int]:
+    """(Re)write ``<domain>_test.jsonl`` from the held-out trajectories recorded in ``out``;
+    returns the samples written per file and how many held-out trajectories were left
+    out for sharing a turn (by ``turn_key``) with a training trajectory."""
+    trajs = list(read_trajectories(out))
+    seen = {turn_key(t) for traj in trajs if _job_id(traj) not in test_ids for t in traj.turns} if turn_key else set()
     by_domain: dict[str, list[Trajectory]] = {}
-    for traj in read_trajectories(out):
+    left_out = 0
+    for traj in trajs:
         if _job_id(traj) in test_ids and len(traj.turns) > 0:
+            if turn_key and any(turn_key(t) in seen for t in traj.turns):
+                left_out += 1
+                continue
             by_domain.setdefault(traj.domain, []).append(traj)
     written = {}
     for domain, trajs in sorted(by_domain.items()):
         trajs.sort(key=lambda t: t.id)  # file order independent of completion order
         path = bench_dir / f"{domain}_test.jsonl"
         written[str(path)] = write_jsonl(path, trajectories_to_samples(trajs, policy=policy))
-    return written
+    return written, left_out
 
 
 def _call(run_one: RunOne, job: EpisodeJob) -> Trajectory:
@@ -170,6 +187,8 @@ def _stamp(traj: Trajectory, job: EpisodeJob) -> Trajectory:
     """Record the job id, split, seed and task in the provenance (the resume key)."""
     prov = traj.provenance.model_dump()
     prov.update(job_id=job.job_id, split=job.split)
+    if job.split_by is not None:
+        prov["split_by"] = job.split_by
     for key, value in (("seed", job.seed), ("task", job.task)):
         if prov.get(key) is None:
             prov[key] = value

@@ -71,16 +71,25 @@ def agent_settings(agent: str, opts: list[str] | None) -> dict[str, Any] | None:
     return settings
 
 
-def split_jobs(domain: str, episodes: int, test_episodes: int, seed: int, templates: list[str] | None) -> list[Any]:
-    """Training jobs on seeds ``seed..``, held-out ones on ``HELD_OUT + seed..``; templates cycle."""
+def split_jobs(domain: str, episodes: int, test_episodes: int, seed: int, templates: list[str],
+               only: list[str] | None = None, families: dict[str, str] | None = None) -> list[Any]:
+    """Training jobs on seeds ``seed..`` over the training templates, held-out ones on
+    ``HELD_OUT + seed..`` over the held-out templates (:mod:`agentworld.envs.split`);
+    each side cycles through its templates, restricted to ``only`` when given."""
     from agentworld.envs.collect import EpisodeJob
+    from agentworld.envs.split import SPLIT_RULE, split_templates
 
+    split = split_templates(domain, templates, families=families)
     jobs = []
-    for split, n, base in (("train", episodes, seed), ("test", test_episodes, HELD_OUT + seed)):
+    for side, n, base, names in (("train", episodes, seed, split.train), ("test", test_episodes, HELD_OUT + seed, split.test)):
+        names = [t for t in names if only is None or t in only]
+        if n and not names:
+            raise fail(f"{', '.join(only or [])}: no {side}-split {domain} template among them",
+                       f"{side}-split templates: {', '.join(getattr(split, side))}")
         for i in range(n):
             s = base + i
-            template = templates[i % len(templates)] if templates else None
-            jobs.append(EpisodeJob(job_id=f"{domain}-{split}-{s}", seed=s, split=split, task=template))
+            jobs.append(EpisodeJob(job_id=f"{domain}-{side}-{s}", seed=s, split=side, task=names[i % len(names)],
+                                   split_by=SPLIT_RULE))
     return jobs
 
 
@@ -88,17 +97,23 @@ def run_and_report(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], 
          bench_dir: Path | None) -> None:
     """Sweep what killed runs left, run the jobs on the shared runner (``out_path`` None:
     ``runs/collect/<domain>.jsonl``), print what was recorded, exit 1 if any failed."""
+    from agentworld.data.split import turn_fingerprint
     from agentworld.envs.collect import failures_path, run_collection
     from agentworld.envs.sweep import sweep_leftovers
 
     out_path = out_path or OUT_DIR / f"{domain}.jsonl"
     if (swept := sweep_leftovers()).total:
         console.print(str(swept))
-    report = run_collection(jobs, run_one, out=out_path, workers=workers, bench_dir=bench_dir, desc=f"{domain} episodes")
+    # Held-out samples must not be training turns (digits masked, as the leakage check does).
+    report = run_collection(jobs, run_one, out=out_path, workers=workers, bench_dir=bench_dir, desc=f"{domain} episodes",
+                            turn_key=lambda t: turn_fingerprint(t.action, t.observation))
     out.print(f"{out_path}: {report.done} recorded, {report.skipped} already there, {report.failed} failed "
               f"({report.episodes_per_minute:.1f} episodes/min)")
     for path, n in report.bench_files.items():
         out.print(f"{path}: {n} samples")
+    if report.bench_left_out:
+        out.print(f"{report.bench_left_out} held-out episodes left out of the benchmark: they share a turn with "
+                  "training episodes (record more with --test-episodes)")
     if report.failed:
         for job_id, msg in report.failures[:5]:
             console.print(f"[yellow]failed[/] {job_id}: {msg}")
@@ -123,9 +138,11 @@ class Collection:
         """The ``--agent`` spec as agent config fields, or None for the scripted policy."""
         return agent_settings(self.agent, self.agent_opt)
 
-    def run(self, domain: str, templates: list[str] | None, run_one: Callable[[Any], Any]) -> None:
-        """Split the seeds into jobs (``templates`` cycled), run them and report."""
-        jobs = split_jobs(domain, self.episodes, self.test_episodes, self.seed, templates)
+    def run(self, domain: str, templates: list[str], run_one: Callable[[Any], Any], only: list[str] | None = None,
+            families: dict[str, str] | None = None) -> None:
+        """Split the templates and seeds into jobs, run them and report (``only``: the
+        ``--template`` restriction; ``families``: see :func:`agentworld.envs.split.split_templates`)."""
+        jobs = split_jobs(domain, self.episodes, self.test_episodes, self.seed, templates, only, families)
         run_and_report(domain, jobs, run_one, self.out_path, self.workers, self.bench_dir)
 
 

@@ -47,12 +47,13 @@ def collect_swe(
     def run_one(job: Any) -> Any:  # one sandbox per episode, closed whatever happens
         env = SweEnv(config)
         try:
+            options = {"repo": job.task}  # repositories are the templates the split holds out
             if llm is not None:
                 import asyncio
 
-                return asyncio.run(run_agent(env, llm, seed=job.seed, trajectory_id=job.job_id))
-            return scripted_repair(env, seed=job.seed, trajectory_id=job.job_id)
+                return asyncio.run(run_agent(env, llm, seed=job.seed, trajectory_id=job.job_id, options=options))
+            return scripted_repair(env, seed=job.seed, trajectory_id=job.job_id, options=options)
         finally:
             env.close()
 
-    collection.run("swe", ["repair"], run_one)
+    collection.run("swe", sorted(REPOS), run_one, repo)

@@ -22,8 +22,9 @@ def collect_terminal(
 ) -> None:
     """Record terminal episodes: a real shell in tmux inside a bwrap sandbox per episode.
 
-    Templates are cycled in order, so every split covers all of them; held-out episodes
-    become benchmark samples (first, last and three middle turns) in --bench-dir.
+    Whole templates are held out for the test split (agentworld.envs.split); each split
+    cycles through its own templates. Held-out episodes become benchmark samples (first,
+    last and three middle turns) in --bench-dir.
     """
     from agentworld.envs.sandbox import SandboxUnavailable, ensure_rootfs
     from agentworld.envs.sandbox.prereq import check_host
@@ -57,4 +58,4 @@ def collect_terminal(
 
     # SIGTERM ends the run like Ctrl-C: running episodes finish and tear their sandboxes down.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    collection.run("terminal", template or TEMPLATES.names(), run_one)
+    collection.run("terminal", TEMPLATES.names(), run_one, template, TEMPLATES.families())

@@ -44,6 +44,7 @@ def _play(env: Any, task: Any, config: Any, job: Any, environment: str) -> Any:
 def collect_mcp(collection: Collection, template: Templates = None, agent_native_tools: AgentNative = True) -> None:
     """Record episodes against real MCP servers (time, git, fetch, filesystem, memory, everything, sequential-thinking)."""
     from agentworld.envs.mcp import TEMPLATES, McpEnv, make_task, missing_servers
+    from agentworld.envs.mcp.tasks import template_families
 
     _check_templates("MCP", template, TEMPLATES)
     config = _agent(collection, agent_native_tools)
@@ -56,7 +57,7 @@ def collect_mcp(collection: Collection, template: Templates = None, agent_native
         with McpEnv() as env:
             return _play(env, task, config, job, "mcp/" + "+".join(task.options["servers"]))
 
-    collection.run("mcp", template, run_one)
+    collection.run("mcp", sorted(TEMPLATES), run_one, template, template_families())
 
 
 @collect_command("search", episodes=20, test_episodes=30)
@@ -86,7 +87,7 @@ def collect_search(
         if bad := [s for s in sources if s not in SOURCES]:
             raise fail(f"unknown corpus source(s): {', '.join(bad)}", f"choose from: {', '.join(SOURCES)}")
         if missing := [s for s in sources if not have[s]]:
-            pkgs = " ".join(APT_PACKAGES[s] for s in missing)
+            pkgs = " ".join(p for s in missing for p in APT_PACKAGES[s])
             raise fail(f"corpus sources not installed: {', '.join(missing)}", f"apt-get install {pkgs} (or run scripts/setup.sh)")
         with console.status(f"building search corpus in {corpus} (a few minutes for the full corpus)") as status:
             manifest = build_corpus(corpus, CorpusConfig(sources=sources, max_pages=max_pages),
@@ -97,4 +98,4 @@ def collect_search(
     def run_one(job: Any) -> Any:
         return _play(SearchEnv(engine=engine), make_task(engine, job.seed, job.task), config, job, "search/offline")
 
-    collection.run("search", template, run_one)
+    collection.run("search", sorted(TEMPLATES), run_one, template)

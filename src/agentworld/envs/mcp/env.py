@@ -19,6 +19,7 @@ from agentworld.envs._owner import write_owner
 from agentworld.envs.base import Env, Reset, Step
 from agentworld.envs.mcp.client import McpHub
 from agentworld.envs.mcp.servers import Limits, server_spec
+from agentworld.envs.mcp.versions import unversioned
 from agentworld.envs.mcp.workspace import build_workspace, describe_workspace
 from agentworld.envs.sweep import MCP_PREFIX, sweep_leftovers
 from agentworld.records.trajectory import SimContext
@@ -43,7 +44,8 @@ _CALL_ERRORS = {
 
 
 def dump_observation(data: dict[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False)
+    # Version-free, so the ground truth does not depend on the servers' pydantic.
+    return unversioned(json.dumps(data, ensure_ascii=False))
 
 
 class McpEnv(Env):

@@ -274,6 +274,16 @@ TEMPLATES: dict[str, Callable[[int], ToolTask]] = {
     "sequential-thinking": thinking_task,
 }
 
+# Registered here so that every template is in one table; the module reads this one's helpers.
+from agentworld.envs.mcp.tasks_extra import EXTRA_TEMPLATES  # noqa: E402
+
+TEMPLATES.update(EXTRA_TEMPLATES)
+
+
+def template_families() -> dict[str, str]:
+    """Template -> its first server (the families :func:`agentworld.envs.split.split_templates` keeps in train)."""
+    return {name: make(0).options["servers"][0] for name, make in TEMPLATES.items()}
+
 
 def make_task(seed: int, template: str | None = None) -> ToolTask:
     """The task for ``seed``: ``template`` if given, else one drawn from the seed."""

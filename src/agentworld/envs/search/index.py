@@ -2,7 +2,8 @@
 
 A corpus folder holds ``pages.sqlite`` (url -> title, date, source, full text, for the
 page extractor), ``index/`` (one tantivy document per passage of about
-:data:`PASSAGE_WORDS` words) and ``corpus.json`` (how it was built, with counts). A
+:data:`PASSAGE_WORDS` words), ``corpus.json`` (how it was built, with counts) and
+``files.txt`` (every packaged file a page was read from). A
 search ranks passages with BM25 (titles boosted), keeps the best passage per page and
 shows a snippet of it centred on the query terms.
 """
@@ -86,6 +87,7 @@ def build_corpus(out: str | Path, config: CorpusConfig | None = None,
     index = tantivy.Index(_schema(), path=str(tmp / "index"))
     writer = index.writer(heap_size=64_000_000 * max(1, config.writer_threads), num_threads=config.writer_threads)
     counts: dict[str, dict[str, int]] = {}
+    files: set[str] = set()
     for source in config.sources:
         if source not in SOURCES:
             raise KeyError(f"unknown corpus source {source!r} (known: {', '.join(SOURCES)})")
@@ -98,6 +100,7 @@ def build_corpus(out: str | Path, config: CorpusConfig | None = None,
                 writer.add_document(tantivy.Document(url=page.url, title=page.title, body=chunk))
                 n_passages += 1
             n_pages += 1
+            files.add(page.file)
             if on_page:
                 on_page(source, n_pages)
         counts[source] = {"pages": n_pages, "passages": n_passages}
@@ -110,6 +113,8 @@ def build_corpus(out: str | Path, config: CorpusConfig | None = None,
                 "passages": sum(c["passages"] for c in counts.values()),
                 "build_s": round(time.monotonic() - t0, 1)}
     (tmp / "corpus.json").write_text(json.dumps(manifest, indent=1))
+    # What the corpus was read from, so a build can be audited against its packages.
+    (tmp / "files.txt").write_text("".join(f"{f}\n" for f in sorted(files)))
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     return manifest

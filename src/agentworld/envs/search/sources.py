@@ -5,11 +5,15 @@ Four sources, each a deterministic stream of :class:`Page` records with a stable
 
 - ``python``: the Python 3.11 documentation (``python3.11-doc``, Sphinx HTML);
 - ``kernel``: the Linux 6.1 documentation (``linux-doc-6.1``, Sphinx HTML);
-- ``man``: installed manual pages (sections 1-8, English), rendered from roff;
+- ``man``: the manual pages (sections 1-8, English) of the packages in
+  :data:`MAN_PACKAGES`, rendered from roff;
 - ``gcide``: the GNU Collaborative International Dictionary of English (``dict-gcide``).
 
-Dates are the package's file dates (or a man page's own date), so they are stable for
-one package version.
+Every file read is one that ``dpkg -L`` lists for a package of :data:`APT_PACKAGES`
+(``scripts/setup.sh`` installs them): whatever else a host has installed (SDKs with
+thousands of man pages, other documentation) never enters the corpus, so two machines
+with the same Debian release build the same corpus. Dates are the package's file dates
+(or a man page's own date), so they are stable for one package version.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import itertools
+import functools
 import re
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +33,10 @@ PYTHON_HTML = Path("/usr/share/doc/python3.11/html")
 KERNEL_HTML = Path("/usr/share/doc/linux-doc-6.1/html")
 MAN_ROOT = Path("/usr/share/man")
 GCIDE = Path("/usr/share/dictd/gcide")
+MAN_PACKAGES = ("manpages", "manpages-dev", "coreutils", "findutils", "grep", "sed", "tar", "gzip", "diffutils",
+                "bash", "util-linux", "procps", "less", "man-db")
+"""Packages whose manual pages form the ``man`` source: the Linux man-pages project
+(system calls, library functions, files, overviews) and the core command-line tools."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,23 @@ class Page:
     date: str
     source: str
     text: str
+    file: str = ""
+    """The packaged file the page was read from (not stored in the corpus's page table)."""
+
+
+@functools.cache
+def package_files(package: str) -> frozenset[str]:
+    """The paths ``dpkg -L`` lists for an installed package (empty if it is not installed)."""
+    try:
+        res = subprocess.run(["dpkg", "-L", package], capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        return frozenset()
+    return frozenset(res.stdout.splitlines()) if res.returncode == 0 else frozenset()
+
+
+def source_files(source: str) -> frozenset[str]:
+    """Every file a source may read: its packages' files."""
+    return frozenset().union(*(package_files(p) for p in APT_PACKAGES[source]))
 
 
 def _mdate(path: Path) -> str:
@@ -53,7 +80,9 @@ def _clean(text: str) -> str:
 def _sphinx_pages(root: Path, base_url: str, source: str, title_suffix: re.Pattern[str]) -> Iterator[Page]:
     from lxml import html as lhtml
 
-    for path in sorted(root.rglob("*.html")):
+    prefix = f"{root}/"
+    for name in sorted(f for f in source_files(source) if f.startswith(prefix) and f.endswith(".html")):
+        path = Path(name)
         rel = path.relative_to(root).as_posix()
         if rel.startswith(("_", "genindex", "search", "py-modindex")) or "/_" in rel:
             continue
@@ -74,7 +103,7 @@ def _sphinx_pages(root: Path, base_url: str, source: str, title_suffix: re.Patte
         if len(text) < 80:
             continue
         title = title_suffix.sub("", (tree.findtext(".//title") or rel).strip())
-        yield Page(f"{base_url}/{rel}", title, _mdate(path), source, text)
+        yield Page(f"{base_url}/{rel}", title, _mdate(path), source, text, name)
 
 
 def python_pages() -> Iterator[Page]:
@@ -130,8 +159,15 @@ def roff_to_text(source: str) -> tuple[str, str, str | None]:
     return name, _clean("".join(out)), date
 
 
+_MAN_FILE = re.compile(re.escape(str(MAN_ROOT)) + r"/man[1-8]/[^/]+\.gz")
+
+
 def man_pages() -> Iterator[Page]:
-    for path in sorted(MAN_ROOT.glob("man[1-8]/*.gz")):
+    # English pages only: translations live under /usr/share/man/<lang>/, which the pattern skips.
+    for name in sorted(f for f in source_files("man") if _MAN_FILE.fullmatch(f)):
+        path = Path(name)
+        if not path.is_file():
+            continue
         try:
             data = gzip.decompress(path.read_bytes()).decode("utf-8", "replace")
         except (OSError, EOFError):
@@ -148,7 +184,7 @@ def man_pages() -> Iterator[Page]:
         except ValueError:
             day = _mdate(path)
         url = f"https://manpages.debian.org/bookworm/{quote(page)}.{section}.en.html"
-        yield Page(url, f"{page}({section}) - Linux manual page", day, "man", text)
+        yield Page(url, f"{page}({section}) - Linux manual page", day, "man", text, name)
 
 
 # -- GCIDE dictionary -----------------------------------------------------------------------
@@ -170,7 +206,7 @@ def _heads(entry: str, word: str) -> bool:
 
 def gcide_pages() -> Iterator[Page]:
     index, data_path = GCIDE.with_suffix(".index"), GCIDE.with_suffix(".dict.dz")
-    if not index.exists() or not data_path.exists():
+    if not {str(index), str(data_path)} <= source_files("gcide"):
         return
     data = gzip.decompress(data_path.read_bytes())  # dictzip is gzip-compatible
     day = _mdate(data_path)
@@ -194,7 +230,7 @@ def gcide_pages() -> Iterator[Page]:
         if len(text) < 20:
             continue
         url = f"https://www.dict.org/bin/Dict?Form=Dict2&Database=gcide&Query={quote(word)}"
-        yield Page(url, f"{word} - definition from GCIDE", day, "gcide", text)
+        yield Page(url, f"{word} - definition from GCIDE", day, "gcide", text, str(data_path))
 
 
 SOURCES: dict[str, Callable[[], Iterator[Page]]] = {
@@ -203,9 +239,11 @@ SOURCES: dict[str, Callable[[], Iterator[Page]]] = {
     "man": man_pages,
     "gcide": gcide_pages,
 }
-APT_PACKAGES = {"python": "python3.11-doc", "kernel": "linux-doc-6.1", "man": "manpages", "gcide": "dict-gcide"}
+APT_PACKAGES: dict[str, tuple[str, ...]] = {"python": ("python3.11-doc",), "kernel": ("linux-doc-6.1",),
+                                            "man": MAN_PACKAGES, "gcide": ("dict-gcide",)}
+"""The Debian packages each source reads (and ``scripts/setup.sh`` installs)."""
 
 
 def available_sources() -> dict[str, bool]:
-    return {"python": PYTHON_HTML.is_dir(), "kernel": KERNEL_HTML.is_dir(), "man": MAN_ROOT.is_dir(),
-            "gcide": GCIDE.with_suffix(".index").exists()}
+    """Whether every package of each source is installed."""
+    return {s: all(package_files(p) for p in pkgs) for s, pkgs in APT_PACKAGES.items()}

@@ -159,6 +159,11 @@ TEMPLATES: dict[str, Callable[[SearchEngine, int], ToolTask]] = {
     "trace": trace_task,
 }
 
+# Registered here so that every template is in one table; the module reads this one's helpers.
+from agentworld.envs.search.tasks_extra import EXTRA_TEMPLATES  # noqa: E402
+
+TEMPLATES.update(EXTRA_TEMPLATES)
+
 
 def make_task(engine: SearchEngine, seed: int, template: str | None = None) -> ToolTask:
     name = template or keyed_rng(seed, "search", "template").choice(sorted(TEMPLATES))

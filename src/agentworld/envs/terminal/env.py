@@ -122,6 +122,9 @@ class TerminalEnv(Env):
         self._t0 = 0.0
         self._usage = None
         self._anchor = 0
+        self._above: tuple[int, list[str]] = (0, [])
+        """The visible rows from the top of the screen down to the anchor, as they were
+        when the anchor was set (see :meth:`_redrawn`)."""
 
     # -- episode -------------------------------------------------------------------
 
@@ -173,6 +176,8 @@ class TerminalEnv(Env):
             return self._finish(Step(self.pane.screen(), 0.0, False, False, {"error": str(exc)}))
         try:
             before = self.pane.state()
+            if not before.alternate:
+                self._set_anchor(before)
             prompt_back = False
             for batch in batches:
                 token = self.pane.new_token() if batch.submits else ""
@@ -252,15 +257,36 @@ class TerminalEnv(Env):
 
     def _observe(self, before: PaneState, after: PaneState) -> str:
         assert self.pane is not None
-        if not before.alternate:
-            self._anchor = before.row
-        if after.alternate or after.row < self._anchor:
-            return self.pane.screen()  # a full-screen program, or the screen was cleared
+        if after.alternate or after.row < self._anchor or self._redrawn(after):
+            return self.pane.screen()  # a full-screen program, or the screen was cleared or redrawn
         # Output since the command line that was current before the step; after a
         # full-screen program exits, since the line that started it.
         text = self.pane.lines_since(self._anchor, after)
         lines = text.split("\n")
         return "\n".join(lines[-self.config.max_lines:])
+
+    def _set_anchor(self, st: PaneState) -> None:
+        assert self.pane is not None
+        self._anchor = st.row
+        self._above = (st.history, self.pane.rows(st.history, st.row, st))
+
+    def _redrawn(self, after: PaneState) -> bool:
+        """Whether the step cleared or redrew the screen in place (``clear``, ``top``,
+        ``watch``, cursor addressing) rather than appending lines below the anchor.
+
+        Output that only appends leaves every row above the anchor as it was and the
+        anchor row (the command line) extended by what was typed; a program that homes
+        the cursor and draws over the screen changes them. Rows the screen showed before
+        are compared at their absolute positions, so plain scrolling changes nothing.
+        Such steps are observed as the whole visible screen: reading from the anchor
+        would drop the rows drawn above it (top's header, the first lines after a clear).
+        """
+        assert self.pane is not None
+        first, old = self._above
+        if not old or after.history < first:
+            return bool(old)  # the scrollback itself was cleared (`clear` sends ESC[3J)
+        now = self.pane.rows(first, first + len(old) - 1, after)
+        return len(now) != len(old) or now[:-1] != old[:-1] or not now[-1].startswith(old[-1])
 
     def _events(self, st: PaneState) -> list[str]:
         """Limits in force after the step: reported on every step while they hold."""

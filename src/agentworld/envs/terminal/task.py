@@ -69,6 +69,10 @@ class TemplateRegistry:
     def names(self) -> list[str]:
         return sorted(self._items)
 
+    def families(self) -> dict[str, str]:
+        """Template -> category (the families :func:`agentworld.envs.split.split_templates` keeps in train)."""
+        return {n: t.category for n, t in self._items.items()}
+
     def __len__(self) -> int:
         return len(self._items)
 

@@ -203,6 +203,12 @@ class TmuxPane:
         start = max(row - state.history, -state.history)
         return _trim("\n".join(self.command(f"capture-pane -p -J -t main -S {start} -E {state.cursor_y}")))
 
+    def rows(self, first: int, last: int, state: PaneState) -> list[str]:
+        """Physical rows ``first..last`` (absolute, counted from the top of the scrollback),
+        trailing spaces removed; rows no longer stored come back shorter."""
+        start, end = first - state.history, last - state.history
+        return [ln.rstrip() for ln in self.command(f"capture-pane -p -t main -S {start} -E {end}")]
+
     def server_pid(self) -> int | None:
         try:
             out = self.command("display-message -p '#{pid}'")

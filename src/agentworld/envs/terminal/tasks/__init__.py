@@ -5,4 +5,4 @@ from agentworld.envs.terminal.task import TemplateRegistry
 TEMPLATES = TemplateRegistry()
 
 # Importing the modules registers their templates.
-from agentworld.envs.terminal.tasks import dev, files, interactive, system  # noqa: E402,F401
+from agentworld.envs.terminal.tasks import dev, files, interactive, screens, stateful, system  # noqa: E402,F401

@@ -106,8 +106,8 @@ def background_jobs(rng: random.Random) -> T:
     n = rng.randrange(20, 60)
     return T("background-jobs", "Start a long job in the background, check on it, then stop it.",
              category="processes", actions=[
-                 cmd(f"sleep {n} &"), cmd("jobs -l"), cmd("(sleep 1; echo worker done) &"),
-                 keys(("", 1.5)), cmd("kill %1"), cmd("jobs"), cmd("wait; echo all finished")])
+                 cmd(f"sleep {n} & echo \"started $!\""), cmd("jobs -l"), cmd("(sleep 1; echo worker done) &"),
+                 keys(("", 1.5)), cmd("kill %1"), cmd("jobs; echo listed"), cmd("wait; echo all finished")])
 
 
 @add("ps-kill", "processes")
