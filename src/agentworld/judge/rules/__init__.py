@@ -41,14 +41,20 @@ from typing import TYPE_CHECKING, Any
 from agentworld.judge.rules import android, mcp, os, search, swe, terminal, web
 from agentworld.judge.rules._common import (
     DomainRules,
+    altered_share,
+    grounded_recall,
+    impossible_values,
+    is_action_copy,
+    only_meta,
     length_proportion,
     meta_hits,
+    multiset_f1,
     shape_similarity,
     to_scale,
-    token_f1,
     unit_recall,
+    ws_tokens,
 )
-from agentworld.records.verdict import Judgement
+from agentworld.records.verdict import DIMENSIONS, Judgement
 
 if TYPE_CHECKING:
     from agentworld.records.bench import BenchSample
@@ -61,40 +67,86 @@ def rules_for(domain: str) -> DomainRules:
     return RULES.get(domain, DomainRules())
 
 
+def _no_answer(reason: str, *, realism: int = 1) -> tuple[dict[str, int], dict[str, Any]]:
+    scores = dict.fromkeys(DIMENSIONS, 1)
+    scores["realism"] = realism
+    return scores, {"reason": reason}
+
+
 def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, int], dict[str, Any]]:
     """Scores and the measurements behind them for one predicted observation."""
     if pred is None:
-        return dict.fromkeys(("format", "factuality", "consistency", "realism", "quality"), 1), {
-            "reason": "no valid observation"
-        }
+        return _no_answer("no valid observation")
     rules = rules_for(sample.domain)
     truth = sample.ground_truth
-    fmt, fmt_why = rules.format_fraction(pred, truth, sample)
+    if not pred.strip() and truth.strip():
+        return _no_answer("empty answer where the environment prints output")
+    if is_action_copy(pred, sample):
+        return _no_answer("the action repeated instead of its result")
+    if only_meta(pred, truth):
+        return _no_answer("talk about the answer instead of an observation")
+    meta = meta_hits(pred, truth)
+
+    # factuality: session-fixed pieces reproduced, the rest of the truth matched as whole
+    # units and value tokens; altered copies of real units and contradictions cost.
     determined = rules.determined(sample)
-    if determined:
-        fact = sum(rules.found(u, pred) for u in determined) / len(determined)
-    else:
-        fact = token_f1(pred, truth)
+    det = sum(rules.found(u, pred) for u in determined) / len(determined) if determined else None
+    t_units, p_units = rules.units(truth), rules.units(pred)
+    open_match = 0.5 * multiset_f1(p_units, t_units) + 0.5 * multiset_f1(ws_tokens(pred), ws_tokens(truth))
+    altered, altered_examples = altered_share(p_units, t_units)
+    base = open_match if det is None else 0.5 * det + 0.5 * open_match
+    fact = base * (1 - altered)
     contradictions = rules.contradictions(pred, sample)
+    off_action = rules.answers_action(pred, sample)
+
+    # consistency: an answer to this action, repeating what the session fixed, with no
+    # contradiction of the action or of earlier turns.
+    recall, n_grounded = grounded_recall(pred, sample)
+    # Penalties count at most two contradictions: one more says little more.
+    n_contra = min(2, len(contradictions))
+    consistency = to_scale(recall) - 2 * n_contra
+    if off_action:
+        consistency = 1
+
+    # realism and format: this domain's kind of output for this action, built alike.
+    kind_pred, kind_truth = rules.kind(pred, sample), rules.kind(truth, sample)
+    same_kind = float(kind_pred == kind_truth)
     length = length_proportion(pred, truth)
     shape = shape_similarity(pred, truth)
-    meta = meta_hits(pred, truth)
-    completeness = unit_recall(rules.units(truth), rules.units(pred), fuzzy=0.8)
+    impossible = impossible_values(pred) if not impossible_values(truth) else []
+    if impossible:
+        fact *= 0.5
+    fmt, fmt_why = rules.format_fraction(pred, truth, sample)
+    completeness = unit_recall(t_units, p_units, fuzzy=0.8)
     scores = {
-        "format": to_scale(fmt),
-        "factuality": to_scale(fact),
-        "consistency": max(1, 5 - 2 * len(contradictions)),
-        "realism": max(1, to_scale((length + shape) / 2) - 2 * len(meta)),
-        "quality": to_scale(0.7 * completeness + 0.3 * length),
+        "format": to_scale(0.7 * fmt + 0.3 * same_kind if rules.typed_kinds else fmt) - 2 * bool(meta),
+        "factuality": to_scale(fact) - bool(contradictions),
+        "consistency": consistency,
+        "realism": to_scale(0.4 * same_kind + 0.3 * length + 0.3 * shape) - 2 * len(meta) - 3 * bool(impossible),
+        "quality": to_scale(0.5 * completeness + 0.3 * fact + 0.2 * length) - n_contra,
     }
+    if off_action:
+        # Another action's output: what it states is not this action's result.
+        scores["quality"] = 1
+        scores["factuality"] = min(scores["factuality"], 2)
+        scores["realism"] = min(scores["realism"], 2)
+    scores = {d: max(1, min(5, v)) for d, v in scores.items()}
     details = {
         "format": fmt_why,
+        "kind": {"prediction": kind_pred, "truth": kind_truth},
         "determined_lines": len(determined),
-        "factuality_basis": "determined lines" if determined else "token F1",
+        "determined_found": None if det is None else round(det, 3),
+        "open_match": round(open_match, 3),
+        "altered_share": round(altered, 3),
+        "altered": altered_examples,
         "factuality_fraction": round(fact, 3),
         "contradictions": contradictions,
+        "off_action": off_action,
+        "grounded_recall": round(recall, 3),
+        "grounded_tokens": n_grounded,
         "length_proportion": round(length, 3),
         "shape_similarity": round(shape, 3),
+        "impossible_values": impossible,
         "meta_text": meta,
         "completeness": round(completeness, 3),
     }
