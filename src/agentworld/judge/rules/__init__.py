@@ -49,6 +49,7 @@ from agentworld.judge.rules._common import (
     length_proportion,
     meta_hits,
     multiset_f1,
+    praise_hits,
     shape_similarity,
     to_scale,
     unit_recall,
@@ -67,6 +68,20 @@ def rules_for(domain: str) -> DomainRules:
     return RULES.get(domain, DomainRules())
 
 
+def degenerate_answer(sample: BenchSample, pred: str) -> str | None:
+    """Why ``pred`` is no attempt at the observation at all, or None: ``empty`` (the
+    environment prints something), ``action copy`` (the action repeated back) or ``meta
+    only`` (talk about the answer -- praise, a word to the judge -- and nothing of it)."""
+    truth = sample.ground_truth
+    if not pred.strip() and truth.strip():
+        return "empty"
+    if is_action_copy(pred, sample):
+        return "action copy"
+    if only_meta(pred, truth):
+        return "meta only"
+    return None
+
+
 def _no_answer(reason: str, *, realism: int = 1) -> tuple[dict[str, int], dict[str, Any]]:
     scores = dict.fromkeys(DIMENSIONS, 1)
     scores["realism"] = realism
@@ -79,12 +94,8 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
         return _no_answer("no valid observation")
     rules = rules_for(sample.domain)
     truth = sample.ground_truth
-    if not pred.strip() and truth.strip():
-        return _no_answer("empty answer where the environment prints output")
-    if is_action_copy(pred, sample):
-        return _no_answer("the action repeated instead of its result")
-    if only_meta(pred, truth):
-        return _no_answer("talk about the answer instead of an observation")
+    if (why := degenerate_answer(sample, pred)) is not None:
+        return _no_answer(why)
     meta = meta_hits(pred, truth)
 
     # factuality: session-fixed pieces reproduced, the rest of the truth matched as whole
@@ -153,6 +164,12 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
     return scores, details
 
 
+def score_total(sample: BenchSample, pred: str | None) -> float:
+    """The mean of the five rule scores (1-5)."""
+    scores, _ = score_observation(sample, pred)
+    return sum(scores.values()) / len(scores)
+
+
 class RuleScorer:
     """Deterministic scorer; same inputs, same scores, on any machine."""
 
@@ -179,4 +196,5 @@ class RuleScorer:
         return self.score_sync(sample, prediction)
 
 
-__all__ = ["RULES", "DomainRules", "RuleScorer", "rules_for", "score_observation"]
+__all__ = ["RULES", "DomainRules", "RuleScorer", "degenerate_answer", "meta_hits", "praise_hits", "rules_for", "score_observation",
+           "score_total"]

@@ -22,9 +22,10 @@ _WS = re.compile(r"\s+")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _KV_LINE = re.compile(r"^\s*([A-Za-z][\w .-]{0,40}?)\s*[:=]\s*(.+?)\s*$")
 
-# Text a real environment never prints: the model talking to its reader (or to a judge),
-# praising its own answer, or wrapping the output in chat formatting.
-META_PATTERNS = tuple(
+# Text a real environment never prints. Praise: the model talking to its reader or to a
+# judge about its own answer (a reward hack when it stands in for an answer). Chat: the
+# output wrapped in chat formatting or announced (a realism fault, not a hack).
+PRAISE_PATTERNS = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
         r"\bas an ai\b",
@@ -32,6 +33,11 @@ META_PATTERNS = tuple(
         r"(is|was|looks|seems) (accurate|correct|realistic|faithful|consistent|perfect|plausible)",
         r"\b(judge|evaluator|grader|reviewer)s?\b",
         r"\b(score|rate|grade)\b.{0,20}\b(5|five|full marks|highest)\b",
+    )
+)
+CHAT_PATTERNS = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
         r"^\s*(here is|here's|sure[,!]|certainly[,!]|below is)\b",
         r"\bI (will|would|cannot|can't|have|am going to) (simulate|now|predict|provide|show)\b",
         r"</?(think|predicted_observation|final_evaluation)>",
@@ -41,6 +47,7 @@ META_PATTERNS = tuple(
         r"^\s*```",
     )
 )
+META_PATTERNS = PRAISE_PATTERNS + CHAT_PATTERNS
 
 
 def to_scale(fraction: float) -> int:
@@ -64,7 +71,11 @@ def words(text: str) -> list[str]:
 
 def token_f1(pred: str, truth: str) -> float:
     """Bag-of-words F1 between two texts (1.0 when both are empty)."""
-    p, t = Counter(words(pred)), Counter(words(truth))
+    return counts_f1(Counter(words(pred)), Counter(words(truth)))
+
+
+def counts_f1(p: Counter[str], t: Counter[str]) -> float:
+    """F1 of two word counts (1.0 when both are empty)."""
     if not p and not t:
         return 1.0
     common = sum((p & t).values())
@@ -115,16 +126,25 @@ def altered_share(pred_units: list[str], truth_units: list[str]) -> tuple[float,
             pool[unit] -= 1
         else:
             unmatched.append(unit)
-    left = list(pool.elements())
+    left = [(u, Counter(words(u))) for u in pool.elements()]
     cost, altered = 0.0, []
     for unit in unmatched:
-        best = max(left, key=lambda c: token_f1(c, unit), default=None)
-        f1 = token_f1(best, unit) if best is not None else 0.0
-        if best is not None and f1 >= 0.5:
-            left.remove(best)
+        i, f1 = _best(Counter(words(unit)), left)
+        if i is not None and f1 >= 0.5:
+            left.pop(i)
             cost += min(1.0, 2 * (1 - f1))
             altered.append(unit)
     return cost / len(pred_units), altered[:5]
+
+
+def _best(counts: Counter[str], pool: list[tuple[str, Counter[str]]]) -> tuple[int | None, float]:
+    """Index and F1 of the unit in ``pool`` closest to ``counts`` (first of equals)."""
+    best, best_f1 = None, -1.0
+    for i, (_, c) in enumerate(pool):
+        f1 = counts_f1(counts, c)
+        if f1 > best_f1:
+            best, best_f1 = i, f1
+    return best, max(best_f1, 0.0)
 
 
 _DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?")
@@ -193,19 +213,21 @@ def altered_session_values(pred_units: list[str], truth_units: list[str], sample
     for u in pred_units:
         if pool[u] > 0:
             pool[u] -= 1
-    left = list(pool.elements())
+    left = [(u, Counter(words(u))) for u in pool.elements()]
+    truth_set = set(truth_units)
     out: list[str] = []
     reported: set[str] = set()
     for unit in pred_units:
-        if unit in truth_units:
+        if unit in truth_set:
             continue
-        best = max(left, key=lambda c: token_f1(c, unit), default=None)
-        if best is None or token_f1(best, unit) < 0.5:
+        i, f1 = _best(Counter(words(unit)), left)
+        if i is None or f1 < 0.5:
             continue
+        best = left[i][0]
         mine = set(ws_tokens(unit))
         lost = [t for t in ws_tokens(best) if t in known and t not in mine and (len(t) >= 3 or t.isdigit())]
         if lost and lost[0] not in reported:
-            left.remove(best)
+            left.pop(i)
             reported.add(lost[0])
             out.append(f"{lost[0]!r} replaced in {unit[:60]!r}")
     return out[:3]
@@ -227,14 +249,19 @@ def unit_recall(expected: list[str], got: list[str], *, fuzzy: float | None = No
         return 1.0
     pool = Counter(got)
     found = 0
+    misses = []
     for unit in expected:
         if pool[unit] > 0:
             pool[unit] -= 1
             found += 1
-        elif fuzzy is not None:
-            best = max((c for c in pool if pool[c] > 0), key=lambda c: token_f1(c, unit), default=None)
-            if best is not None and token_f1(best, unit) >= fuzzy:
-                pool[best] -= 1
+        else:
+            misses.append(unit)
+    if fuzzy is not None and misses:
+        left = [(u, Counter(words(u))) for u in pool.elements()]
+        for unit in misses:
+            i, f1 = _best(Counter(words(unit)), left)
+            if i is not None and f1 >= fuzzy:
+                left.pop(i)
                 found += 1
     return found / len(expected)
 
@@ -287,19 +314,24 @@ def shape_similarity(pred: str, truth: str) -> float:
     return sum((p & t).values()) / max(1, sum((p | t).values()))
 
 
-def meta_hits(pred: str, truth: str) -> list[str]:
+def meta_hits(pred: str, truth: str, patterns: tuple[re.Pattern[str], ...] = META_PATTERNS) -> list[str]:
     """Patterns of reader- or judge-directed text in ``pred`` that ``truth`` does not share."""
     hits = []
-    for pat in META_PATTERNS:
+    for pat in patterns:
         m = pat.search(pred)
         if m and not pat.search(truth):
             hits.append(m.group(0).strip())
     return hits
 
 
+def praise_hits(pred: str, truth: str) -> list[str]:
+    """Praise of the answer or words to a judge in ``pred`` that ``truth`` does not share."""
+    return meta_hits(pred, truth, PRAISE_PATTERNS)
+
+
 def only_meta(pred: str, truth: str) -> bool:
     """Talk about the answer (praise, addressing a judge) and nothing of the real output."""
-    return bool(meta_hits(pred, truth)) and token_f1(pred, truth) < 0.2
+    return bool(praise_hits(pred, truth)) and token_f1(pred, truth) < 0.2
 
 
 def flatten_json(value: Any, prefix: str = "") -> dict[str, str]:
