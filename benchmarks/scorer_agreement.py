@@ -57,7 +57,7 @@ def spearman(a: list[float], b: list[float]) -> float:
 def load(items_path: Path, labels_path: Path, bench: Path) -> list[dict]:
     samples = {s.uid: s for s in load_bench_dir(bench, strict=True).samples}
     labels = {}
-    for n, line in enumerate(labels_path.read_text().splitlines(), 1):
+    for line in labels_path.read_text().splitlines():
         if line.strip():
             rec = json.loads(line)
             labels[rec["cid"]] = rec
@@ -70,6 +70,21 @@ def load(items_path: Path, labels_path: Path, bench: Path) -> list[dict]:
         rule = {**scores, "total": sum(scores.values()) / len(scores)}
         rows.append({**it, "label": labels[it["cid"]], "rule": rule})
     return rows
+
+
+def rule_scores(items_path: Path, bench: Path) -> list[dict]:
+    """``{"cid", **scores}`` for every item, labelled or not, in file order."""
+    samples = {s.uid: s for s in load_bench_dir(bench, strict=True).samples}
+    out = []
+    for line in items_path.read_text().splitlines():
+        it = json.loads(line)
+        scores, _ = score_observation(samples[it["uid"]], it["observation"])
+        out.append({"cid": it["cid"], **scores})
+    return out
+
+
+def write_scores(items_path: Path, bench: Path, out: Path) -> None:
+    out.write_text("".join(json.dumps(r) + "\n" for r in rule_scores(items_path, bench)))
 
 
 def table(rows: list[dict], title: str) -> None:
@@ -90,7 +105,10 @@ def main() -> int:
     ap.add_argument("--bench", type=Path, default=Path("benchmarks/local"))
     ap.add_argument("--split", choices=("dev", "test", "all"), action="append")
     ap.add_argument("--worst", type=int, default=0, help="list the N largest |label - rule| gaps on dev")
+    ap.add_argument("--write-scores", type=Path, help="also write every item's rule scores here (rule_scores.jsonl)")
     args = ap.parse_args()
+    if args.write_scores:
+        write_scores(args.items, args.bench, args.write_scores)
     rows = load(args.items, args.labels, args.bench)
     splits = args.split or ["dev", "test", "all"]
     print(f"{len(rows)} labelled items ({sum(r['split'] == 'dev' for r in rows)} dev, "

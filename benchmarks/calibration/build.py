@@ -68,7 +68,8 @@ def main() -> int:
         truth = s.ground_truth
         rows = [("ground_truth", "ground_truth", truth)]
         for source, p in sorted(preds[uid].items()):
-            obs = p["observation"] if p.get("status") == "complete" else None
+            # Untagged answers are scored by the benchmark too (the text as the observation).
+            obs = p["observation"] if p.get("status") in ("complete", "untagged") else None
             if obs is not None:
                 rows.append((source, p.get("model") or source, obs))
         same_domain = [u for u in uids if samples[u].domain == s.domain and u != uid

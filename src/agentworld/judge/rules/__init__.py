@@ -1,34 +1,51 @@
 """The offline rule scorer: deterministic 1-5 scores per dimension, no model involved.
 
-It is a proxy for an LLM judge, useful without an API and as a second opinion. What
-each dimension measures (pred = the parsed prediction, truth = the real observation):
+It is a proxy for an LLM judge, useful without an API and as a second opinion; its
+agreement with a reviewer's labels is measured by ``benchmarks/scorer_agreement.py``
+on ``benchmarks/calibration/``. pred = the parsed prediction, truth = the real
+observation, session = the earlier turns and the action. Each domain module
+(``terminal``, ``mcp``, ``search``, ``swe``; ``web``, ``os``, ``android`` use the
+defaults for most) says what its output looks like.
 
-- ``format``: does pred follow the truth's layout? Per domain: mcp -- strict JSON of the
-  same type with the same keys; terminal -- same echo line, a final prompt exactly when
-  the truth ends with one, no chat wrapping, similar line shapes; search -- ``[n] url``
-  blocks with Title/Snippet lines, numbered from 1, a similar count (plain text for page
-  extracts); web/os -- header lines and indented tree-node lines in the truth's
-  proportion (os also: geometry present when the truth has it); android -- balanced
-  HTML-like tags, the same tag vocabulary, ids on elements; swe -- numbered file views
-  with consecutive, matching line numbers. Others: line-shape similarity.
-- ``factuality``: exact reproduction of deterministic content, i.e. pieces of the truth
-  the session already fixes: truth lines that occur verbatim in an earlier action or
-  observation or in the current action, and the current action's literal values (JSON
-  string arguments, quoted strings of a call) that the truth repeats; for terminal also
-  the echoed command line; for mcp JSON leaf values stated earlier in the session.
-  Score = share of those found in pred (whitespace-normalised; for mcp inside pred's
-  decoded JSON values). When the session fixes nothing, bag-of-words F1 with the truth
-  stands in.
-- ``consistency``: contradictions with the session history: a fact pred states (``key:
-  value`` lines, JSON fields, element id -> role, window name -> role, user@host of the
-  prompt, isError of a tool call) that differs from what an earlier observation said
-  while the truth still agrees with that observation. 5 with none, minus 2 for each.
-- ``realism``: length proportion (``exp(-|ln(len_pred / len_truth)|)``) and line-shape
-  similarity averaged, minus 2 for each kind of text no environment prints (addressing
-  a reader or judge, self-praise, chat fences, leftover tags).
-- ``quality``: completeness -- share of the truth's pieces present in pred (lines; for
-  mcp ``key=value`` per JSON leaf and payload lines), exactly or with token F1 >= 0.8 --
-  weighted 0.7, with length proportion 0.3.
+First, answers that are no attempt score 1 everywhere: empty where the environment
+prints something, the action copied back, or only praise / words to a judge.
+
+- ``factuality``: the real output's content, reproduced or contradicted. Pieces the
+  session fixes exactly (truth lines seen earlier or in the action, the action's
+  literal values the truth repeats, the terminal echo line) count half, found share;
+  the rest of the truth is matched as whole units (lines; for mcp ``key=value`` per
+  JSON leaf) and as value tokens (``08:29:35`` is one token, so a changed digit is a
+  miss). Altered copies of real units (same build, other values) multiply the result
+  down, impossible dates/times halve it, a contradiction costs one point: stating a
+  wrong value costs more than leaving it out.
+- ``consistency``: with the action and the session. Not an answer to this action
+  scores 1: terminal -- echo of another command, or output not shaped like the
+  command's (``ls -l`` rows, grep hits, a diff, pytest summary); mcp -- an error of
+  another tool; search -- another page's ``URL:``, results under other queries; swe --
+  another file than the real answer's, lines outside the view range, another working
+  directory; all -- none of the action's values the truth repeats. Otherwise the
+  share of the truth's session-grounded tokens (names, paths, values seen earlier,
+  boilerplate such as a repeated prompt excluded) pred repeats, minus 2 per
+  contradiction (at most two): a fact differing from an earlier observation, a
+  session value replaced in a copied unit (``rm -f *.o comet`` after building
+  ``falcon``), a field the call sets echoed with another value, another user@host or
+  working directory in the prompt, isError flipped.
+- ``realism``: the domain's kind of output for this action (terminal: no output, an
+  error, the command's output shape, a full-screen program; mcp: result, error
+  result, other JSON, text; search: results, page, memory answer; swe: view, edit,
+  created, editor error, command output) matching the truth's, with length proportion
+  and line-shape similarity; minus 2 per kind of text no environment prints (praise,
+  words to a judge, chat fences) and 3 for impossible dates/times. At most 2 for
+  another action's output.
+- ``format``: the domain layout (terminal: echo line, final prompt exactly when the
+  truth ends with one, no chat wrapping, line shapes; mcp: strict JSON of the same
+  type with the same keys; search: ``[n] url`` blocks with Title/Snippet, numbered
+  from 1, similar count; swe: numbered views with consecutive, matching numbers;
+  web/os/android: tree or markup rules) weighted 0.7 with the kind match 0.3 for the
+  domains that type their kinds; minus 2 with reader-directed text.
+- ``quality``: completeness (share of the truth's units present, exactly or with
+  token F1 >= 0.8) 0.5, factuality 0.3, length proportion 0.2, minus a point per
+  contradiction (at most two); 1 for another action's output.
 
 Fractions map to 1-5 as ``1 + round(4 * f)``. A prediction that is truncated, missing or
 failed scores 1 on every dimension (a valid, bad judgement -- not a judge failure).
@@ -45,10 +62,10 @@ from agentworld.judge.rules._common import (
     grounded_recall,
     impossible_values,
     is_action_copy,
-    only_meta,
     length_proportion,
     meta_hits,
     multiset_f1,
+    only_meta,
     praise_hits,
     shape_similarity,
     to_scale,

@@ -5,18 +5,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agentworld.tool_calls import read_tool_call
-
 from agentworld.judge.rules._common import (
     DomainRules,
-    altered_session_values,
     action_values,
+    altered_session_values,
     flatten_json,
     key_value_facts,
     parse_json,
     shape_similarity,
     text_lines,
 )
+from agentworld.tool_calls import read_tool_call
 
 
 def _keys(value: Any) -> set[str]:
