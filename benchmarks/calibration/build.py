@@ -6,8 +6,10 @@ constructed degraded variants. Writes ``items.jsonl`` (no scores: labels live in
     python benchmarks/calibration/build.py --pred retrieval=/tmp/cal/retrieval.jsonl \
         --pred smol=/tmp/cal/smol.jsonl --pred base=/tmp/cal/base.jsonl
 
-Constructed variants are deterministic (no randomness): which ones a sample gets
-rotates with its position in the sorted sample list.
+Items are append-only: an existing ``--out`` file is kept as it is (its items are
+labelled) and only (sample, source) pairs it lacks are added. Constructed variants are
+deterministic: which two a new sample gets rotates with a hash of its uid (the first
+32 samples got theirs by position in the sorted sample list when the set was built).
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ def change_values(truth: str) -> str:
     return out
 
 
+def _item(uid: str, domain: str, source: str, model: str, text: str) -> dict:
+    cid = hashlib.sha256(f"{uid}\0{source}".encode()).hexdigest()[:10]
+    return {"cid": cid, "uid": uid, "domain": domain, "split": split_of(uid), "source": source, "model": model,
+            "observation": text}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", type=Path, default=Path("benchmarks/local"))
@@ -62,8 +70,19 @@ def main() -> int:
             rec = json.loads(line)
             preds.setdefault(rec["uid"], {})[source] = rec["prediction"]
     uids = sorted(u for u in preds if u in samples)
-    items = []
+    items = [json.loads(x) for x in args.out.read_text().splitlines()] if args.out.exists() else []
+    have = {(it["uid"], it["source"]) for it in items}
+    fresh = not items
     for k, uid in enumerate(uids):
+        if not fresh and any(u == uid for u, _ in have):
+            # A sample already in the set only gains sources it lacks (no new variants).
+            for source, p in sorted(preds[uid].items()):
+                obs = p["observation"] if p.get("status") in ("complete", "untagged") else None
+                if obs is not None and (uid, source) not in have:
+                    items.append(_item(uid, samples[uid].domain, source, p.get("model") or source, obs))
+            continue
+        if not fresh:
+            k = int(hashlib.sha256(uid.encode()).hexdigest(), 16) % 997
         s = samples[uid]
         truth = s.ground_truth
         rows = [("ground_truth", "ground_truth", truth)]
@@ -88,10 +107,7 @@ def main() -> int:
             else:
                 text = PRAISE
             rows.append((f"constructed:{v}", "constructed", text))
-        for source, model, text in rows:
-            cid = hashlib.sha256(f"{uid}\0{source}".encode()).hexdigest()[:10]
-            items.append({"cid": cid, "uid": uid, "domain": s.domain, "split": split_of(uid), "source": source,
-                          "model": model, "observation": text})
+        items += [_item(uid, s.domain, source, model, text) for source, model, text in rows]
     with args.out.open("w") as f:
         for it in items:
             f.write(json.dumps(it, ensure_ascii=False) + "\n")
