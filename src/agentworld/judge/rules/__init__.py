@@ -99,10 +99,8 @@ def degenerate_answer(sample: BenchSample, pred: str) -> str | None:
     return None
 
 
-def _no_answer(reason: str, *, realism: int = 1) -> tuple[dict[str, int], dict[str, Any]]:
-    scores = dict.fromkeys(DIMENSIONS, 1)
-    scores["realism"] = realism
-    return scores, {"reason": reason}
+def _no_answer(reason: str) -> tuple[dict[str, int], dict[str, Any]]:
+    return dict.fromkeys(DIMENSIONS, 1), {"reason": reason}
 
 
 def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, int], dict[str, Any]]:
