@@ -25,6 +25,7 @@ from agentworld.records.verdict import DIMENSIONS
 
 HERE = Path(__file__).parent / "calibration"
 COLUMNS = (*DIMENSIONS, "total")
+NO_ATTEMPT = {"constructed:empty", "constructed:action_copy", "constructed:self_praise"}
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
@@ -115,6 +116,12 @@ def main() -> int:
           f"{sum(r['split'] == 'test' for r in rows)} test); Spearman rule scorer vs labels")
     for split in splits:
         table([r for r in rows if split == "all" or r["split"] == split], f"[{split}]")
+    # The ground truth (all 5) and the no-attempt variants (all 1) make agreement easy;
+    # without them the figures say how well the scorer ranks real, imperfect answers.
+    hard = [r for r in rows if r["source"] != "ground_truth" and r["source"] not in NO_ATTEMPT]
+    print(f"\nwithout ground truth and no-attempt items ({', '.join(sorted(NO_ATTEMPT))}):")
+    for split in splits:
+        table([r for r in hard if split == "all" or r["split"] == split], f"[{split}, hard]")
     if args.worst:
         dev = [r for r in rows if r["split"] == "dev"]
         gaps = sorted(dev, key=lambda r: -sum(abs(r["label"][d] - r["rule"][d]) for d in DIMENSIONS))

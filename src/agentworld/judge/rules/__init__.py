@@ -43,9 +43,9 @@ prints something, the action copied back, or only praise / words to a judge.
   from 1, similar count; swe: numbered views with consecutive, matching numbers;
   web/os/android: tree or markup rules) weighted 0.7 with the kind match 0.3 for the
   domains that type their kinds; minus 2 with reader-directed text.
-- ``quality``: completeness (share of the truth's units present, exactly or with
-  token F1 >= 0.8) 0.5, factuality 0.3, length proportion 0.2, minus a point per
-  contradiction (at most two); 1 for another action's output.
+- ``quality``: the overall verdict -- the mean of the factuality and consistency
+  scores and completeness (share of the truth's units present, exactly or with token
+  F1 >= 0.8, on the 1-5 scale), rounded.
 
 Fractions map to 1-5 as ``1 + round(4 * f)``. A prediction that is truncated, missing or
 failed scores 1 on every dimension (a valid, bad judgement -- not a judge failure).
@@ -146,16 +146,16 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
     completeness = unit_recall(t_units, p_units, fuzzy=0.8)
     scores = {
         "format": to_scale(0.7 * fmt + 0.3 * same_kind if rules.typed_kinds else fmt) - 2 * bool(meta),
-        "factuality": to_scale(fact) - bool(contradictions),
-        "consistency": consistency,
+        "factuality": max(1, to_scale(fact) - bool(contradictions)),
+        "consistency": max(1, consistency),
         "realism": to_scale(0.4 * same_kind + 0.3 * length + 0.3 * shape) - 2 * len(meta) - 3 * bool(impossible),
-        "quality": to_scale(0.5 * completeness + 0.3 * fact + 0.2 * length) - n_contra,
     }
     if off_action:
         # Another action's output: what it states is not this action's result.
-        scores["quality"] = 1
         scores["factuality"] = min(scores["factuality"], 2)
         scores["realism"] = min(scores["realism"], 2)
+    # quality is the overall verdict: right content, consistent with the session, complete.
+    scores["quality"] = round((scores["factuality"] + scores["consistency"] + to_scale(completeness)) / 3)
     scores = {d: max(1, min(5, v)) for d, v in scores.items()}
     details = {
         "format": fmt_why,
