@@ -50,6 +50,19 @@ def change_values(truth: str) -> str:
     return out
 
 
+def variant_text(variant: str, sample, other: str) -> str:
+    """The text of one constructed variant of ``sample``'s real observation."""
+    truth = sample.ground_truth
+    return {
+        "drop_lines": lambda: drop_lines(truth),
+        "change_values": lambda: change_values(truth),
+        "other_action": lambda: other,
+        "empty": lambda: "",
+        "action_copy": lambda: sample.action,
+        "self_praise": lambda: PRAISE,
+    }[variant]()
+
+
 def _item(uid: str, domain: str, source: str, model: str, text: str) -> dict:
     cid = hashlib.sha256(f"{uid}\0{source}".encode()).hexdigest()[:10]
     return {"cid": cid, "uid": uid, "domain": domain, "split": split_of(uid), "source": source, "model": model,
@@ -94,19 +107,8 @@ def main() -> int:
         same_domain = [u for u in uids if samples[u].domain == s.domain and u != uid
                        and samples[u].ground_truth != truth]
         for v in (VARIANTS[(2 * k) % 6], VARIANTS[(2 * k + 1) % 6]):
-            if v == "drop_lines":
-                text = drop_lines(truth)
-            elif v == "change_values":
-                text = change_values(truth)
-            elif v == "other_action":
-                text = samples[same_domain[k % len(same_domain)]].ground_truth if same_domain else ""
-            elif v == "empty":
-                text = ""
-            elif v == "action_copy":
-                text = s.action
-            else:
-                text = PRAISE
-            rows.append((f"constructed:{v}", "constructed", text))
+            other = samples[same_domain[k % len(same_domain)]].ground_truth if same_domain else ""
+            rows.append((f"constructed:{v}", "constructed", variant_text(v, s, other)))
         items += [_item(uid, s.domain, source, model, text) for source, model, text in rows]
     with args.out.open("w") as f:
         for it in items:
