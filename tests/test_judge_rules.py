@@ -59,7 +59,7 @@ def test_terminal_rules(awbench_dir):
     assert j.scores["format"] == 5 and j.scores["factuality"] < 5  # 'hi' is fixed by the heredoc
     other_user = "admin@box:/workspace$ python3 hello.py\nhi\nadmin@box:/workspace$ "
     j = scorer.score_sync(s, pred(other_user))
-    assert j.scores["consistency"] == 3 and "prompt" in j.details["contradictions"][0]
+    assert j.scores["consistency"] <= 3 and "prompt" in j.details["contradictions"][0]
     no_prompt = "hi"
     j = scorer.score_sync(s, pred(no_prompt))
     assert j.scores["format"] <= 3 and j.scores["quality"] <= 3
@@ -69,7 +69,8 @@ def test_mcp_rules(awbench_dir):
     s = by_uid(awbench_dir)["mcp/17/2"]
     success = json.dumps({"content": [{"type": "text", "text": "hello"}], "isError": False})
     j = scorer.score_sync(s, pred(success))
-    assert j.scores["format"] == 5 and j.scores["consistency"] == 3
+    # A well-formed result, but a success where the call fails: another kind of result.
+    assert j.scores["format"] == 4 and j.scores["consistency"] <= 3 and "isError" in j.details["contradictions"][0]
     j = scorer.score_sync(s, pred("{'content': [], 'isError': True}"))  # not strict JSON
     assert j.scores["format"] == 1
     j = scorer.score_sync(s, pred(json.dumps({"result": "x"})))
@@ -131,8 +132,9 @@ def test_action_values_are_determined_content():
     result = json.dumps({"content": [{"type": "text", "text": "Successfully moved /w/a/old.log to /w/juniper/old.log"}], "isError": False})
     s = BenchSample(task="mcp", id=2, prompt=[call], response=[result], current_prompt=call, system_str="", turn_idx=1, total_turns=1)
     j = scorer.score_sync(s, pred(result.replace("juniper", "umber")))
-    assert j.details["determined_lines"] == 2 and j.scores["factuality"] == 3
+    # A value the call fixed, changed: contradicted content costs more than a missing one.
+    assert j.details["determined_lines"] == 2 and j.scores["factuality"] == 2 and j.details["contradictions"]
     # Non-JSON actions: quoted arguments of a call, e.g. text typed into a web form.
     w = BenchSample(task="web", id=3, prompt=['fill("b12", "wireless mouse")'], response=["[b12] searchbox 'Search' value='wireless mouse'"],
                     current_prompt='fill("b12", "wireless mouse")', system_str="", turn_idx=1, total_turns=1)
-    assert scorer.score_sync(w, pred("[b12] searchbox 'Search' value='mouse'")).scores["factuality"] == 3  # b12 right, text wrong
+    assert scorer.score_sync(w, pred("[b12] searchbox 'Search' value='mouse'")).scores["factuality"] == 2  # b12 right, typed text changed

@@ -96,7 +96,8 @@ def test_verify_and_rule_reward_are_binary() -> None:
     assert rule_reward([spec], "<predicted_observation>\nalpha beta\ngamma") == 0.0
     # text inside reasoning never counts
     assert rule_reward([spec], "<think>alpha beta gamma</think><predicted_observation>no</predicted_observation>") == 0.0
-    assert rule_reward([], format_observation("anything")) == RULE_REWARD_MAX
+    # no spec: nothing checked, no free credit; with the sample the rule scorer's share
+    assert rule_reward([], format_observation("anything")) == 0.0
 
 
 def test_error_signatures_and_tool_errors() -> None:

@@ -18,7 +18,8 @@ Every spec passes on the real observation (derivation checks this), so a spec ne
 rewards a different answer than the recorded one. :func:`verify` runs a spec on a
 predicted observation (whitespace-normalised substring checks); :func:`rule_reward`
 turns a model's raw output into the rule part of the RL reward: 25 if every spec passes
-on the parsed observation, else 0 (also 0 for a missing or truncated answer).
+on the parsed observation, else 0 (also 0 for a missing or truncated answer); a turn
+with no spec gets the offline rule scorer's share instead of a free 25.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from pydantic import BaseModel, Field
 from agentworld.domains import action_effects, sql
 from agentworld.domains.errors import ERROR_PATTERNS, ERROR_SIGNATURES
 from agentworld.domains.terminal import typed_text
+from agentworld.judge.rules import score_total
 from agentworld.parsing import Status, parse_prediction
+from agentworld.records.bench import BenchSample
 from agentworld.records.trajectory import Trajectory
 
 RULE_REWARD_MAX = 25.0
@@ -81,11 +84,24 @@ def verify_all(specs: list[VerifierSpec], observation: str | None) -> bool:
     return observation is not None and all(verify(s, observation) for s in specs)
 
 
-def rule_reward(specs: list[VerifierSpec], raw_output: str) -> float:
-    """25 when the parsed observation passes every spec, else 0 (a closed observation
-    block is required, as for the rubric reward)."""
+def rule_reward(specs: list[VerifierSpec], raw_output: str, sample: BenchSample | None = None) -> float:
+    """The rule part of the RL reward, 0-25; a closed observation block is required, as
+    for the rubric reward.
+
+    With specs: 25 when the parsed observation passes every one, else 0. A turn with no
+    spec has nothing executable to check, so passing "all" of none earns nothing by
+    itself: given the ``sample``, the share is the offline rule scorer's
+    (``(mean - 1) / 4 * 25``, deterministic, compared against the recorded observation),
+    without it 0.
+    """
     parsed = parse_prediction(raw_output)
-    return RULE_REWARD_MAX if parsed.status is Status.complete and verify_all(specs, parsed.observation) else 0.0
+    if parsed.status is not Status.complete or parsed.observation is None:
+        return 0.0
+    if specs:
+        return RULE_REWARD_MAX if verify_all(specs, parsed.observation) else 0.0
+    if sample is None:
+        return 0.0
+    return (score_total(sample, parsed.observation) - 1) / 4 * RULE_REWARD_MAX
 
 
 # -- derivation -------------------------------------------------------------------

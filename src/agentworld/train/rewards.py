@@ -5,7 +5,17 @@
   the raw completion by strict tag extraction first, so the judge never sees the
   model's reasoning (a defence against self-praise in the reasoning).
 - rule: the executable binary verifiers of the turn, 25 when all pass, else 0; it
-  anchors the reward to checkable facts.
+  anchors the reward to checkable facts. A turn with no verifier (most of them) has
+  nothing executable to check: its rule part is the offline rule scorer's share
+  (``(mean - 1) / 4 * 25``, compared against the recorded observation), never a free 25
+  for any closed block.
+
+Answers that are no attempt at the observation skip the judge and get a fixed reward
+below any honest attempt (the least an answer the judge scores 1 everywhere earns is
+``0.9 * 5 = 4.5``), so the policy cannot farm a judge that is lenient with them: an
+empty block :data:`EMPTY_REWARD`, the action copied back :data:`ACTION_COPY_REWARD`,
+and text addressing the reader or the judge (self-praise, "rate this 5"), alone or
+around an answer, :data:`META_REWARD`, below an empty block.
 
 :class:`HybridReward` is a TRL reward function: GRPOTrainer calls it with the sampled
 completions and the dataset columns of their prompts.
@@ -19,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld.judge.base import Scorer
+from agentworld.judge.rules import degenerate_answer, praise_hits
 from agentworld.judge.verifiers import RULE_REWARD_MAX, VerifierSpec, rule_reward
 from agentworld.parsing import Status, parse_prediction
 from agentworld.records.bench import BenchSample
@@ -26,6 +37,22 @@ from agentworld.records.prediction import Prediction
 from agentworld.records.verdict import SCORE_MAX, SCORE_MIN, Judgement
 
 RUBRIC_MIN, RUBRIC_MAX = 5.0, 25.0
+
+EMPTY_REWARD = 2.0
+"""An empty observation block where the environment prints something."""
+ACTION_COPY_REWARD = 1.0
+"""The action repeated back instead of its result."""
+META_REWARD = 0.0
+"""Text that talks to the reader or the judge (praise of the answer, asking for a score)."""
+HACK_REWARDS = {"empty": EMPTY_REWARD, "action copy": ACTION_COPY_REWARD, "meta text": META_REWARD}
+
+
+def reward_hack(sample: BenchSample, observation: str) -> str | None:
+    """Which no-attempt answer ``observation`` is (a key of :data:`HACK_REWARDS`), or None."""
+    why = degenerate_answer(sample, observation)
+    if why == "meta only" or praise_hits(observation, sample.ground_truth):
+        return "meta text"
+    return why
 
 
 def rubric_reward(judgement: Judgement | None) -> float:
@@ -64,6 +91,8 @@ class RewardParts:
     rubric: float
     rule: float
     total: float
+    hack: str | None = None
+    """Set when the answer was no attempt (see :func:`reward_hack`); total is then fixed."""
 
 
 class HybridReward:
@@ -81,11 +110,12 @@ class HybridReward:
 
     async def score_one(self, raw: str, sample: BenchSample, specs: list[VerifierSpec]) -> RewardParts:
         pred = prediction_of(raw)
+        if pred.ok and pred.observation is not None and (hack := reward_hack(sample, pred.observation)):
+            return RewardParts(0.0, 0.0, HACK_REWARDS[hack], hack=hack)
         judgement = await self.scorer.score(sample, pred) if pred.ok else None
         rubric = rubric_reward(judgement)
-        # No verifier for this turn: the rule part cannot anchor anything, so it follows
-        # the format check alone (a complete answer passes the empty set of checks).
-        rule = rule_reward(specs, raw)
+        # No verifier for this turn: the rule scorer's share stands in (rule_reward).
+        rule = rule_reward(specs, raw, sample)
         total = hybrid_reward(rubric, rule, rubric_weight=self.rubric_weight, rule_weight=self.rule_weight)
         return RewardParts(rubric, rule, total)
 
@@ -111,4 +141,5 @@ class HybridReward:
             self._loop.close()
 
 
-__all__ = ["RULE_REWARD_MAX", "HybridReward", "RewardParts", "completion_text", "hybrid_reward", "rubric_reward"]
+__all__ = ["ACTION_COPY_REWARD", "EMPTY_REWARD", "HACK_REWARDS", "META_REWARD", "RULE_REWARD_MAX", "HybridReward",
+           "RewardParts", "completion_text", "hybrid_reward", "reward_hack", "rubric_reward"]

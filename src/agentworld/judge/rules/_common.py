@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from agentworld.domains.errors import is_error
 from agentworld.domains.terminal.screen import PROMPT_START
 
 if TYPE_CHECKING:
@@ -21,9 +22,10 @@ _WS = re.compile(r"\s+")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _KV_LINE = re.compile(r"^\s*([A-Za-z][\w .-]{0,40}?)\s*[:=]\s*(.+?)\s*$")
 
-# Text a real environment never prints: the model talking to its reader (or to a judge),
-# praising its own answer, or wrapping the output in chat formatting.
-META_PATTERNS = tuple(
+# Text a real environment never prints. Praise: the model talking to its reader or to a
+# judge about its own answer (a reward hack when it stands in for an answer). Chat: the
+# output wrapped in chat formatting or announced (a realism fault, not a hack).
+PRAISE_PATTERNS = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
         r"\bas an ai\b",
@@ -31,6 +33,11 @@ META_PATTERNS = tuple(
         r"(is|was|looks|seems) (accurate|correct|realistic|faithful|consistent|perfect|plausible)",
         r"\b(judge|evaluator|grader|reviewer)s?\b",
         r"\b(score|rate|grade)\b.{0,20}\b(5|five|full marks|highest)\b",
+    )
+)
+CHAT_PATTERNS = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
         r"^\s*(here is|here's|sure[,!]|certainly[,!]|below is)\b",
         r"\bI (will|would|cannot|can't|have|am going to) (simulate|now|predict|provide|show)\b",
         r"</?(think|predicted_observation|final_evaluation)>",
@@ -40,6 +47,7 @@ META_PATTERNS = tuple(
         r"^\s*```",
     )
 )
+META_PATTERNS = PRAISE_PATTERNS + CHAT_PATTERNS
 
 
 def to_scale(fraction: float) -> int:
@@ -63,7 +71,11 @@ def words(text: str) -> list[str]:
 
 def token_f1(pred: str, truth: str) -> float:
     """Bag-of-words F1 between two texts (1.0 when both are empty)."""
-    p, t = Counter(words(pred)), Counter(words(truth))
+    return counts_f1(Counter(words(pred)), Counter(words(truth)))
+
+
+def counts_f1(p: Counter[str], t: Counter[str]) -> float:
+    """F1 of two word counts (1.0 when both are empty)."""
     if not p and not t:
         return 1.0
     common = sum((p & t).values())
@@ -71,6 +83,154 @@ def token_f1(pred: str, truth: str) -> float:
         return 0.0
     precision, recall = common / sum(p.values()), common / sum(t.values())
     return 2 * precision * recall / (precision + recall)
+
+
+def ws_tokens(text: str) -> list[str]:
+    """Tokens split at whitespace, ``=``, commas and quotes, surrounding punctuation
+    stripped: a value such as ``08:29:35``, ``2024-03-14`` or ``/srv/frank`` stays one
+    token, so a changed digit changes the token (bag-of-words F1 would still match most
+    of its pieces)."""
+    out = []
+    for raw in re.split(r"[\s=,\"'`]+", text):
+        tok = raw.strip(".;:!?()[]{}<>")
+        if tok and re.search(r"\w", tok):
+            out.append(tok.lower())
+    return out
+
+
+def multiset_f1(pred: list[str], truth: list[str]) -> float:
+    """F1 of two multisets (1.0 when both are empty)."""
+    p, t = Counter(pred), Counter(truth)
+    if not p and not t:
+        return 1.0
+    common = sum((p & t).values())
+    if not common:
+        return 0.0
+    precision, recall = common / sum(p.values()), common / sum(t.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+def altered_share(pred_units: list[str], truth_units: list[str]) -> tuple[float, list[str]]:
+    """How much of ``pred`` is altered copies of truth units: units with no exact match
+    left but a truth unit of the same build (token F1 >= 0.5) that pred did not
+    reproduce. These state values the environment did not print -- contradicted
+    content, which costs more than content left out. Each counts ``2 * (1 - F1)`` (at
+    most 1: one changed word in a long line costs little, half the line all of it),
+    averaged over pred's units."""
+    if not pred_units:
+        return 0.0, []
+    pool = Counter(truth_units)
+    unmatched = []
+    for unit in pred_units:
+        if pool[unit] > 0:
+            pool[unit] -= 1
+        else:
+            unmatched.append(unit)
+    left = [(u, Counter(words(u))) for u in pool.elements()]
+    cost, altered = 0.0, []
+    for unit in unmatched:
+        i, f1 = _best(Counter(words(unit)), left)
+        if i is not None and f1 >= 0.5:
+            left.pop(i)
+            cost += min(1.0, 2 * (1 - f1))
+            altered.append(unit)
+    return cost / len(pred_units), altered[:5]
+
+
+def _best(counts: Counter[str], pool: list[tuple[str, Counter[str]]]) -> tuple[int | None, float]:
+    """Index and F1 of the unit in ``pool`` closest to ``counts`` (first of equals)."""
+    best, best_f1 = None, -1.0
+    for i, (_, c) in enumerate(pool):
+        f1 = counts_f1(counts, c)
+        if f1 > best_f1:
+            best, best_f1 = i, f1
+    return best, max(best_f1, 0.0)
+
+
+_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?")
+
+
+def impossible_values(text: str) -> list[str]:
+    """Dates and times no clock shows (month 13, hour 31, minute 68): invented values."""
+    bad = []
+    for m in _DATE.finditer(text):
+        month, day = int(m.group(2)), int(m.group(3))
+        hms = [int(g) for g in m.groups()[3:] if g is not None]
+        if not (1 <= month <= 12 and 1 <= day <= 31) or (hms and (hms[0] > 23 or any(x > 59 for x in hms[1:]))):
+            bad.append(m.group(0))
+    return bad[:3]
+
+
+def is_action_copy(pred: str, sample: BenchSample) -> bool:
+    """The prediction repeats the action instead of answering it."""
+    p, a = norm(pred), norm(sample.action)
+    if not p or not a:
+        return False
+    if p == a or (len(a) >= 12 and a in p and len(p) < 1.5 * len(a)):
+        return norm(sample.ground_truth) != p
+    return token_f1(pred, sample.action) >= 0.9 > token_f1(sample.ground_truth, sample.action)
+
+
+def session_text(sample: BenchSample) -> str:
+    """Everything the session fixed before this observation: earlier turns and the action."""
+    return "\n".join([*(a + "\n" + o for a, o in sample.history()), sample.action])
+
+
+def session_tokens(sample: BenchSample) -> set[str]:
+    """Tokens the session fixed (earlier turns, the action), minus boilerplate: tokens of
+    lines that most observations repeat verbatim (a bare prompt, a working-directory
+    footer), which say nothing of whether an answer is about this session's things."""
+    observations = [o for _, o in sample.history()]
+    known = set(ws_tokens(session_text(sample)))
+    if len(observations) >= 2:
+        seen = Counter(ln for o in observations for ln in set(text_lines(o)))
+        boiler = {t for ln, n in seen.items() if n > len(observations) / 2 for t in ws_tokens(ln)}
+        content = {t for o in observations for ln in text_lines(o) if seen[ln] <= len(observations) / 2
+                   for t in ws_tokens(ln)}
+        known -= boiler - content - set(ws_tokens(sample.action))
+    return known
+
+
+def grounded_recall(pred: str, sample: BenchSample) -> tuple[float, int]:
+    """Share of the truth's session-grounded tokens (tokens of the real observation that an
+    earlier turn or the action already shows: names, paths, values written) that pred
+    repeats, and how many there are. An answer about other things misses them."""
+    known = session_tokens(sample)
+    grounded = {t for t in ws_tokens(sample.ground_truth) if t in known and len(t) >= 3}
+    if not grounded:
+        return 1.0, 0
+    mine = set(ws_tokens(pred))
+    # Smoothed: with one or two grounded tokens a single miss says little.
+    return (len(grounded & mine) + 1) / (len(grounded) + 1), len(grounded)
+
+
+def altered_session_values(pred_units: list[str], truth_units: list[str], sample: BenchSample) -> list[str]:
+    """Units of pred that copy a real unit but change a value the session fixed: the real
+    unit has a session token (a name, number or path seen earlier or in the action) where
+    pred has something else (``rm -f *.o comet`` after building ``falcon``)."""
+    known = session_tokens(sample)
+    pool = Counter(truth_units)
+    for u in pred_units:
+        if pool[u] > 0:
+            pool[u] -= 1
+    left = [(u, Counter(words(u))) for u in pool.elements()]
+    truth_set = set(truth_units)
+    out: list[str] = []
+    reported: set[str] = set()
+    for unit in pred_units:
+        if unit in truth_set:
+            continue
+        i, f1 = _best(Counter(words(unit)), left)
+        if i is None or f1 < 0.5:
+            continue
+        best = left[i][0]
+        mine = set(ws_tokens(unit))
+        lost = [t for t in ws_tokens(best) if t in known and t not in mine and (len(t) >= 3 or t.isdigit())]
+        if lost and lost[0] not in reported:
+            left.pop(i)
+            reported.add(lost[0])
+            out.append(f"{lost[0]!r} replaced in {unit[:60]!r}")
+    return out[:3]
 
 
 def length_proportion(pred: str, truth: str) -> float:
@@ -89,14 +249,19 @@ def unit_recall(expected: list[str], got: list[str], *, fuzzy: float | None = No
         return 1.0
     pool = Counter(got)
     found = 0
+    misses = []
     for unit in expected:
         if pool[unit] > 0:
             pool[unit] -= 1
             found += 1
-        elif fuzzy is not None:
-            best = max((c for c in pool if pool[c] > 0), key=lambda c: token_f1(c, unit), default=None)
-            if best is not None and token_f1(best, unit) >= fuzzy:
-                pool[best] -= 1
+        else:
+            misses.append(unit)
+    if fuzzy is not None and misses:
+        left = [(u, Counter(words(u))) for u in pool.elements()]
+        for unit in misses:
+            i, f1 = _best(Counter(words(unit)), left)
+            if i is not None and f1 >= fuzzy:
+                left.pop(i)
                 found += 1
     return found / len(expected)
 
@@ -149,14 +314,24 @@ def shape_similarity(pred: str, truth: str) -> float:
     return sum((p & t).values()) / max(1, sum((p | t).values()))
 
 
-def meta_hits(pred: str, truth: str) -> list[str]:
+def meta_hits(pred: str, truth: str, patterns: tuple[re.Pattern[str], ...] = META_PATTERNS) -> list[str]:
     """Patterns of reader- or judge-directed text in ``pred`` that ``truth`` does not share."""
     hits = []
-    for pat in META_PATTERNS:
+    for pat in patterns:
         m = pat.search(pred)
         if m and not pat.search(truth):
             hits.append(m.group(0).strip())
     return hits
+
+
+def praise_hits(pred: str, truth: str) -> list[str]:
+    """Praise of the answer or words to a judge in ``pred`` that ``truth`` does not share."""
+    return meta_hits(pred, truth, PRAISE_PATTERNS)
+
+
+def only_meta(pred: str, truth: str) -> bool:
+    """Talk about the answer (praise, addressing a judge) and nothing of the real output."""
+    return bool(praise_hits(pred, truth)) and token_f1(pred, truth) < 0.2
 
 
 def flatten_json(value: Any, prefix: str = "") -> dict[str, str]:
@@ -198,10 +373,54 @@ def key_value_facts(text: str) -> dict[str, str]:
     return facts
 
 
+# What the output of common commands looks like: a shell screen or a shell tool's output
+# for one of these commands is expected to show lines of this build.
+COMMAND_SHAPES: dict[str, re.Pattern[str]] = {
+    "grep": re.compile(r"^(\S+:)?\d+[:-]|^\S+:\S", re.M),
+    "ls -l": re.compile(r"^(total \d+|[dlcbps-][rwxsStT-]{9})", re.M),
+    "git diff": re.compile(r"^(diff --git|@@ |commit [0-9a-f]{7,}|[-+]{3} [ab/])", re.M),
+    "pytest": re.compile(r"\d+ (passed|failed|errors?)\b|^(PASSED|FAILED|ERROR)\b|no tests ran", re.M),
+    "git log": re.compile(r"^([0-9a-f]{7,} |commit [0-9a-f]{7,})", re.M),
+}
+
+
+def command_kind(command: str) -> str | None:
+    """Which of :data:`COMMAND_SHAPES` a shell command line runs (the last step after
+    ``&&``/``;``, skipping ``cd``; the head of a pipe), or None."""
+    steps = [x.strip() for x in re.split(r"&&|;|\n", command) if x.strip() and not x.strip().startswith("cd ")]
+    if not steps:
+        return None
+    head = steps[-1].split("|", 1)[0].strip()
+    if re.match(r"(\S*/)?(grep|rg|egrep)\b", head) and " -c" not in head:
+        return "grep"
+    if re.match(r"ls\b.*\s-\w*l", head):
+        return "ls -l"
+    if re.match(r"git (diff|show)\b", head):
+        return "git diff"
+    if re.search(r"\bpytest\b", head):
+        return "pytest"
+    if re.match(r"git log\b", head):
+        return "git log"
+    return None
+
+
+def command_output_kind(text: str, command: str) -> str:
+    """``empty``, ``<kind>`` when the text has the command's output shape, ``error`` or ``output``."""
+    if not text.strip():
+        return "empty"
+    kind = command_kind(command)
+    if kind and COMMAND_SHAPES[kind].search(text):
+        return kind
+    return "error" if is_error(text) else "output"
+
+
 class DomainRules:
     """Default rules; a domain module subclasses this and overrides what differs."""
 
     name = "generic"
+    typed_kinds = False
+    """Whether :meth:`kind` tells this domain's kinds of output apart (format then
+    weighs the kind match; with the default kinds it follows the layout alone)."""
 
     def format_fraction(self, pred: str, truth: str, sample: BenchSample) -> tuple[float, dict[str, Any]]:
         """How well ``pred`` follows the observation layout of ``truth`` (0-1) and why."""
@@ -231,11 +450,35 @@ class DomainRules:
                 units.append(value)
         return units
 
+    def kind(self, text: str, sample: BenchSample) -> str:
+        """What sort of output ``text`` is for this domain (realism and format compare the
+        prediction's kind with the truth's). Default: empty, an error, or output."""
+        if not text.strip():
+            return "empty"
+        return "error" if is_error(text) else "output"
+
+    def answers_action(self, pred: str, sample: BenchSample) -> str | None:
+        """Why ``pred`` is not an answer to this action (another command's or tool's
+        output), or None when it is. Default: the truth repeats some of the action's
+        literal values (paths, names, typed text) and pred repeats none of them."""
+        truth = sample.ground_truth
+        values = [v for v in action_values(sample.action) if norm(v) in norm(truth)]
+        if values and not any(norm(v) in norm(pred) for v in values):
+            return f"none of the action's values the real output repeats ({values[0][:40]!r}...)"
+        return None
+
     def found(self, unit: str, pred: str) -> bool:
         """Whether a determined piece appears in the prediction (whitespace-normalised)."""
         return norm(unit) in "\n".join(text_lines(pred))
 
     def contradictions(self, pred: str, sample: BenchSample) -> list[str]:
+        """Facts in ``pred`` that disagree with the history while the truth agrees with it,
+        and session values the truth repeats that pred changed (each fact once)."""
+        out = self.history_contradictions(pred, sample)
+        altered = altered_session_values(self.units(pred), self.units(sample.ground_truth), sample)
+        return out + [c for c in altered if not any(c.split("'")[1] in x.lower() for x in out)]
+
+    def history_contradictions(self, pred: str, sample: BenchSample) -> list[str]:
         """Facts in ``pred`` that disagree with the history while the truth agrees with it."""
         history: dict[str, str] = {}
         for _, obs in sample.history():

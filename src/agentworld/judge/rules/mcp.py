@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agentworld.judge.rules._common import (
     DomainRules,
     action_values,
+    altered_session_values,
     flatten_json,
     key_value_facts,
     parse_json,
     shape_similarity,
     text_lines,
 )
+from agentworld.tool_calls import read_tool_call
 
 
 def _keys(value: Any) -> set[str]:
@@ -35,8 +38,60 @@ def _leaves(text: str) -> set[str]:
     }
 
 
+_TOOL_ERROR = re.compile(r"Error executing tool ([\w.-]+)")
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    """Scalar fields anywhere in a JSON value, by key (the first occurrence wins)."""
+    out: dict[str, Any] = {}
+    stack = [value]
+    while stack:
+        v = stack.pop(0)
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if isinstance(x, (dict, list)):
+                    stack.append(x)
+                elif k not in out:
+                    out[k] = x
+        elif isinstance(v, list):
+            stack.extend(v)
+    return out
+
+
+def _payload_fields(text: str) -> dict[str, Any]:
+    """Fields of a result and of the JSON its text items carry."""
+    data = parse_json(text)
+    fields = _fields(data)
+    items = data.get("content") if isinstance(data, dict) else None
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("text"), str):
+            inner = parse_json(item["text"])
+            if isinstance(inner, (dict, list)):
+                fields = {**_fields(inner), **fields}
+    return fields
+
+
 class McpRules(DomainRules):
     name = "mcp"
+    typed_kinds = True
+
+    def kind(self, text: str, sample: Any) -> str:
+        """A tool result (an error one apart), other JSON, or text that is no result."""
+        if not text.strip():
+            return "empty"
+        data = parse_json(text)
+        if isinstance(data, dict) and ("content" in data or "isError" in data):
+            return "error result" if data.get("isError") else "result"
+        return "other json" if data is not None else "text"
+
+    def answers_action(self, pred: str, sample: Any) -> str | None:
+        if (why := super().answers_action(pred, sample)) is not None:
+            return why
+        call = read_tool_call(sample.action)
+        named = _TOOL_ERROR.search(pred)
+        if call and named and named.group(1) != call[0]:
+            return f"an error of tool {named.group(1)!r}, the call is {call[0]!r}"
+        return None
 
     def format_fraction(self, pred: str, truth: str, sample: Any) -> tuple[float, dict[str, Any]]:
         t = parse_json(truth)
@@ -85,12 +140,25 @@ class McpRules(DomainRules):
         return out
 
     def contradictions(self, pred: str, sample: Any) -> list[str]:
-        out = super().contradictions(pred, sample)
+        out = self.history_contradictions(pred, sample)
         t, p = parse_json(sample.ground_truth), parse_json(pred)
         # A call the server rejects must not be reported as a success, and vice versa.
         if (isinstance(t, dict) and isinstance(p, dict) and "isError" in t and "isError" in p
                 and bool(t["isError"]) != bool(p["isError"])):
             out.append(f"isError {p['isError']} but the call {'fails' if t['isError'] else 'succeeds'}")
+        # A field the call sets (thoughtNumber, path, max_count) that the result echoes
+        # must keep the call's value.
+        call = read_tool_call(sample.action)
+        said: set[str] = set()
+        if call and t is not None and p is not None:
+            theirs, mine = _payload_fields(sample.ground_truth), _payload_fields(pred)
+            for key, value in _fields(call[1]).items():
+                if key in theirs and key in mine and theirs[key] == value and mine[key] != value:
+                    out.append(f"{key}: {mine[key]!r} but the call sets {value!r}")
+                    said.add(str(value).lower())
+        # Values of the session changed in a copied unit, unless named above already.
+        out += [c for c in altered_session_values(self.units(pred), self.units(sample.ground_truth), sample)
+                if c.split("'")[1] not in said]
         return out
 
 

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from agentworld.domains.errors import is_error
 from agentworld.domains.search import result_blocks
-from agentworld.judge.rules._common import DomainRules, shape_similarity
+from agentworld.judge.rules._common import DomainRules, norm, shape_similarity
+from agentworld.tool_calls import read_tool_call
+
+_QUERY_HEAD = re.compile(r"^## Results for: (.+)$", re.M)
+_PAGE_HEAD = re.compile(r"^URL: (\S+)", re.M)
+_MEMORY = re.compile(r"^(Added|Updated|Removed|Stored|Deleted) '|^\d+ entries:|^Error: key|^- [^:]+: ", re.M)
 
 _FIELDS = ("Title:", "Snippet:")
 
 
 class SearchRules(DomainRules):
     name = "search"
+    typed_kinds = True
 
     def format_fraction(self, pred: str, truth: str, sample: Any) -> tuple[float, dict[str, Any]]:
         t, p = result_blocks(truth), result_blocks(pred)
@@ -28,6 +36,37 @@ class SearchRules(DomainRules):
         count = min(len(p), len(t)) / max(len(p), len(t))
         frac = 0.5 * well_formed + 0.25 * float(numbered) + 0.25 * count
         return frac, {"blocks": len(p), "well_formed": round(well_formed, 3), "count_ratio": round(count, 3)}
+
+
+    def kind(self, text: str, sample: Any) -> str:
+        """A results page, an extracted page (``URL:`` header), a memory answer, an error
+        or other text."""
+        if not text.strip():
+            return "empty"
+        if result_blocks(text):
+            return "results"
+        if _PAGE_HEAD.search(text):
+            return "page"
+        if _MEMORY.search(text):
+            return "memory"
+        return "error" if is_error(text) else "text"
+
+    def answers_action(self, pred: str, sample: Any) -> str | None:
+        if (why := super().answers_action(pred, sample)) is not None:
+            return why
+        call = read_tool_call(sample.action)
+        if call is None:
+            return None
+        args = call[1]
+        # An extracted page names its URL; a batch answers under its own queries.
+        page = _PAGE_HEAD.search(pred)
+        if page and isinstance(args.get("url"), str) and page.group(1) != args["url"].strip():
+            return f"the page of {page.group(1)[:60]!r}, the call extracts {args['url'][:60]!r}"
+        queries = [norm(q) for q in args.get("queries") or [args.get("query")] if isinstance(q, str)]
+        heads = [norm(h) for h in _QUERY_HEAD.findall(pred)]
+        if queries and any(h not in queries for h in heads):
+            return f"results for {heads[0][:60]!r}, not the call's queries"
+        return None
 
 
 RULES = SearchRules()

@@ -6,9 +6,14 @@ import itertools
 import re
 from typing import Any
 
-from agentworld.judge.rules._common import DomainRules, shape_similarity
+from agentworld.domains.toolcall import shell_command
+from agentworld.judge.rules._common import COMMAND_SHAPES, DomainRules, command_output_kind, shape_similarity
+from agentworld.tool_calls import read_tool_call
 
 NUMBERED = re.compile(r"^\s*(\d+)\t")
+_CWD = re.compile(r"^\[Current working directory: (.+)\]$", re.M)
+_EDITOR_PATH = re.compile(r"(?:running `cat -n` on|The file|File created successfully at:|in) (/\S+?)[:.]?(?:\s|$)", re.M)
+_FOOTER = re.compile(r"^\[(Current working directory|Command finished with exit code).*\]$", re.M)
 
 
 def numbered_lines(text: str) -> dict[int, str]:
@@ -17,6 +22,7 @@ def numbered_lines(text: str) -> dict[int, str]:
 
 class SweRules(DomainRules):
     name = "swe"
+    typed_kinds = True
 
     def format_fraction(self, pred: str, truth: str, sample: Any) -> tuple[float, dict[str, Any]]:
         shape = shape_similarity(pred, truth)
@@ -30,6 +36,51 @@ class SweRules(DomainRules):
         overlap = len(set(t) & set(p)) / len(set(t) | set(p))
         frac = 0.3 * float(consecutive) + 0.4 * overlap + 0.3 * shape
         return frac, {"consecutive": consecutive, "line_numbers": round(overlap, 3), "shape": round(shape, 3)}
+
+
+    def kind(self, text: str, sample: Any) -> str:
+        """Editor answers (a file view, an edit snippet, a created file, an editor error)
+        or a shell command's output in its command's shape."""
+        if not text.strip():
+            return "empty"
+        head = text.lstrip()
+        if head.startswith("ERROR:"):
+            return "editor error"
+        if "has been edited" in head[:300]:
+            return "edit"
+        if head.startswith("File created successfully"):
+            return "created"
+        if "running `cat -n`" in head[:200]:
+            return "view"
+        call = read_tool_call(sample.action)
+        cmd = shell_command(*call) if call else None
+        body = _FOOTER.sub("", text)
+        return "command " + command_output_kind(body, cmd or "") if _FOOTER.search(text) else "text"
+
+    def answers_action(self, pred: str, sample: Any) -> str | None:
+        if (why := super().answers_action(pred, sample)) is not None:
+            return why
+        call = read_tool_call(sample.action)
+        if call is None:
+            return None
+        # An editor answer names the file it acted on; a view shows the lines asked for.
+        named = {p.rstrip(".,:") for p in _EDITOR_PATH.findall(pred)}
+        real = {p.rstrip(".,:") for p in _EDITOR_PATH.findall(sample.ground_truth)}
+        if named and real and not named & real:
+            return f"about {sorted(named)[0]!r}, the real answer is about {sorted(real)[0]!r}"
+        rng = call[1].get("view_range")
+        nums = numbered_lines(pred)
+        if call[1].get("command") == "view" and isinstance(rng, list) and len(rng) == 2 and nums:
+            lo, hi = rng[0], rng[1] if rng[1] != -1 else max(nums)
+            if not any(lo <= n <= hi for n in nums):
+                return f"lines {min(nums)}-{max(nums)}, the call views {lo}-{hi}"
+        want, got = self.kind(sample.ground_truth, sample), self.kind(pred, sample)
+        if want.removeprefix("command ") in COMMAND_SHAPES and got in ("command output", "text"):
+            return f"output not shaped like {want.removeprefix('command ')} output"
+        t_cwd, p_cwd = _CWD.findall(sample.ground_truth), _CWD.findall(pred)
+        if t_cwd and p_cwd and p_cwd[-1] != t_cwd[-1]:
+            return f"ran in {p_cwd[-1]!r}, the command runs in {t_cwd[-1]!r}"
+        return None
 
 
 RULES = SweRules()

@@ -5,12 +5,31 @@ from __future__ import annotations
 from typing import Any
 
 from agentworld.domains.terminal import last_prompt, typed_text
-from agentworld.domains.terminal.screen import PROMPT_LINE
-from agentworld.judge.rules._common import DomainRules, shape_similarity, text_lines
+from agentworld.domains.terminal.screen import PROMPT_LINE, PROMPT_START, prompt_dirs
+from agentworld.judge.rules._common import (
+    COMMAND_SHAPES,
+    DomainRules,
+    altered_session_values,
+    command_output_kind,
+    norm,
+    shape_similarity,
+    text_lines,
+)
+
+
+def _body(text: str) -> str:
+    """The command's output: the screen without the echo line and the final prompt."""
+    lines = text.strip("\n").splitlines()
+    if lines and PROMPT_START.match(lines[0].strip()) and not PROMPT_LINE.match(lines[0].strip()):
+        lines = lines[1:]
+    if lines and PROMPT_LINE.match(lines[-1].strip()):
+        lines = lines[:-1]
+    return "\n".join(lines)
 
 
 class TerminalRules(DomainRules):
     name = "terminal"
+    typed_kinds = True
 
     def format_fraction(self, pred: str, truth: str, sample: Any) -> tuple[float, dict[str, Any]]:
         p, t = text_lines(pred), text_lines(truth)
@@ -26,6 +45,37 @@ class TerminalRules(DomainRules):
         frac = sum(checks.values()) / len(checks)
         return frac, {"checks": checks, "shape": round(shape, 3)}
 
+    def kind(self, text: str, sample: Any) -> str:
+        """No output, an error line, the command's own output shape (``ls -l`` rows, grep
+        hits, a diff...) or other output; a screen with no prompt at all is a full-screen
+        program (pager, editor)."""
+        if not text.strip():
+            return "empty"
+        if not any(PROMPT_START.match(x.strip()) for x in text.splitlines()):
+            return "screen"
+        body = _body(text)
+        if not body.strip():
+            return "no output"
+        return command_output_kind(body, typed_text(sample.action))
+
+    def answers_action(self, pred: str, sample: Any) -> str | None:
+        if (why := super().answers_action(pred, sample)) is not None:
+            return why
+        # The echo line: the real screen shows the typed command after the prompt; a
+        # screen echoing another command answers that one.
+        typed = norm(typed_text(sample.action).split("\n", 1)[0])
+        t, p = text_lines(sample.ground_truth), text_lines(pred)
+        if typed and t and typed in t[0] and PROMPT_START.match(t[0]):
+            if not p or not PROMPT_START.match(p[0]):
+                return "no echo of the typed command"
+            if typed not in p[0]:
+                return f"echoes {p[0][:60]!r}, not {typed[:40]!r}"
+        # Output, but not in the shape this command prints (pytest lines for a grep).
+        want, got = self.kind(sample.ground_truth, sample), self.kind(pred, sample)
+        if want in COMMAND_SHAPES and got in ("output", "screen"):
+            return f"output not shaped like {want} output"
+        return None
+
     def determined(self, sample: Any) -> list[str]:
         lines = super().determined(sample)
         # The echoed command line is fixed by the previous prompt and the keystrokes.
@@ -36,7 +86,7 @@ class TerminalRules(DomainRules):
         return lines
 
     def contradictions(self, pred: str, sample: Any) -> list[str]:
-        out = super().contradictions(pred, sample)
+        out = self.history_contradictions(pred, sample)
         # user@host never changes within a session unless the truth shows it changing.
         seen = {m.group("who") for _, o in sample.history() for ln in o.splitlines() if (m := PROMPT_LINE.match(ln.strip()))}
         mine, truth = last_prompt(pred), last_prompt(sample.ground_truth)
@@ -44,7 +94,13 @@ class TerminalRules(DomainRules):
             who = mine.split(":", 1)[0]
             if who not in seen and truth.split(":", 1)[0] in seen:
                 out.append(f"prompt {mine!r} but the session runs as {sorted(seen)[0]!r}")
-        return out
+        # The working directory: the prompt keeps the real one unless the command moved.
+        t_dirs, p_dirs = prompt_dirs(sample.ground_truth), prompt_dirs(pred)
+        if t_dirs and p_dirs and p_dirs[-1] != t_dirs[-1]:
+            out.append(f"working directory {p_dirs[-1]!r} but the shell is in {t_dirs[-1]!r}")
+        # Changed session values; a changed prompt is counted once, above.
+        altered = altered_session_values(self.units(pred), self.units(sample.ground_truth), sample)
+        return out + [c for c in altered if not (out and "@" in c.split("'")[1])]
 
 
 RULES = TerminalRules()

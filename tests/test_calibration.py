@@ -1,0 +1,93 @@
+"""The rule scorer on the committed calibration set (benchmarks/calibration/): scores
+stay reproducible, agreement with the reviewer's labels does not regress, and a
+retrieved answer for another command scores low."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from agentworld.judge.rules import score_observation
+from agentworld.records.bench import load_bench_dir
+from agentworld.records.verdict import DIMENSIONS
+
+ROOT = Path(__file__).parents[1]
+CAL = ROOT / "benchmarks" / "calibration"
+BENCH = CAL / "samples"
+
+
+def _agreement():
+    spec = importlib.util.spec_from_file_location("scorer_agreement", ROOT / "benchmarks" / "scorer_agreement.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def agreement():
+    return _agreement()
+
+
+@pytest.fixture(scope="module")
+def rows(agreement):
+    return agreement.load(CAL / "items.jsonl", CAL / "labels.jsonl", BENCH)
+
+
+def test_every_item_is_labelled_and_the_set_is_big_enough(rows) -> None:
+    items = [json.loads(x) for x in (CAL / "items.jsonl").read_text().splitlines()]
+    labels = [json.loads(x) for x in (CAL / "labels.jsonl").read_text().splitlines()]
+    assert len(items) == len(rows) >= 150
+    assert {i["cid"] for i in items} == {lab["cid"] for lab in labels}
+    assert {i["domain"] for i in items} == {"terminal", "mcp", "search", "swe"}
+    assert {i["split"] for i in items} == {"dev", "test"}
+    assert {"ground_truth", "retrieval", "smol"} <= {i["source"] for i in items}
+    for lab in labels:
+        assert all(1 <= lab[d] <= 5 for d in DIMENSIONS)
+        assert lab["total"] == pytest.approx(sum(lab[d] for d in DIMENSIONS) / 5, abs=0.01)
+
+
+def test_rule_scores_are_reproducible(agreement) -> None:
+    committed = [json.loads(x) for x in (CAL / "rule_scores.jsonl").read_text().splitlines()]
+    assert agreement.rule_scores(CAL / "items.jsonl", BENCH) == committed, (
+        "rule scores changed: rerun python benchmarks/scorer_agreement.py --write-scores benchmarks/calibration/rule_scores.jsonl"
+    )
+
+
+def test_agreement_with_the_labels_does_not_regress(agreement, rows) -> None:
+    for split in ("dev", "test"):
+        part = [r for r in rows if r["split"] == split]
+        rho = {c: agreement.spearman([r["label"][c] for r in part], [r["rule"][c] for r in part]) for c in agreement.COLUMNS}
+        assert rho["total"] >= 0.85, (split, rho)
+        assert all(rho[d] >= 0.5 for d in DIMENSIONS), (split, rho)
+
+
+def test_spearman_without_scipy_matches_scipy(agreement) -> None:
+    a, b = [1, 2, 2, 3, 5, 4, 1], [2, 2, 3, 3, 5, 5, 1]
+    fallback = float(__import__("numpy").corrcoef(agreement._ranks(__import__("numpy").array(a, float)),
+                                                  agreement._ranks(__import__("numpy").array(b, float)))[0, 1])
+    assert agreement.spearman(a, b) == pytest.approx(fallback)
+
+
+def test_retrieved_answer_for_another_command_scores_low(rows) -> None:
+    """The retrieval baseline answering another command or tool call (the reviewer's
+    consistency 1) is neither consistent nor factual, on every domain."""
+    other = [r for r in rows if r["source"] == "retrieval" and r["label"]["consistency"] == 1]
+    assert {r["domain"] for r in other} == {"terminal", "mcp", "search", "swe"}
+    missed = {r["cid"] for r in other if not (r["rule"]["consistency"] <= 2 and r["rule"]["factuality"] <= 2)}
+    # Known miss (test half): grep -A hits of a test file for `grep -rn` over the
+    # package -- both have grep's line shape, and the scorer does not yet tell a
+    # recursive grep's path:line: prefix from a single file's line: prefix.
+    assert missed <= {"9ee92cd3ca"}, missed
+
+
+def test_answer_for_another_command_on_a_real_screen() -> None:
+    samples = {s.uid: s for s in load_bench_dir(BENCH, strict=True).samples}
+    s = samples["terminal/terminal-test-1000046:6/6"]  # userdel -r carol && ls /home
+    other = "root@sandbox:/workspace# userdel -r frank && ls /home\nuserdel: frank mail spool (/var/mail/frank) not found\ncarol  judy\nroot@sandbox:/workspace#"
+    scores, details = score_observation(s, other)
+    assert details["off_action"] and scores["consistency"] == 1 and scores["factuality"] <= 2
+    assert score_observation(s, "")[0] == dict.fromkeys(DIMENSIONS, 1)  # empty is not consistent
+    assert score_observation(s, s.ground_truth)[0] == dict.fromkeys(DIMENSIONS, 5)
