@@ -161,12 +161,16 @@ LLAMACPP_GGUF_TYPE = "f16"
 """What the llamacpp engine runs: see benchmarks/embedded_speed.py for the measurements."""
 
 
+def llamacpp_installed() -> bool:
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
 def pick_engine(engine: str = "auto", **options: object) -> str:
     """``llamacpp`` or ``hf``. ``auto``: transformers when an hf-only option (precision,
     device) is given, else llama.cpp when ``llama-cpp-python`` is installed, else hf."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-    has_llamacpp = importlib.util.find_spec("llama_cpp") is not None
+    has_llamacpp = llamacpp_installed()
     if engine == "llamacpp":
         if not has_llamacpp:
             raise ImportError("engine=llamacpp needs llama-cpp-python: pip install 'agentworld[llamacpp]'",
