@@ -82,7 +82,7 @@ def main() -> None:
     max_tokens = 32 if args.quick else 64
     levels = (1, 4) if args.quick else (1, 4, 16)
     terminal = [sample_messages(s) for s in samples("terminal")[: max(levels)]]
-    long_prompts = [sample_messages(s) for d in ("mcp", "swe") for s in samples(d)[:2 if args.quick else 3]]
+    long_prompts = [sample_messages(s) for d in ("mcp", "swe") for s in samples(d)[:1 if args.quick else 3]]
 
     adapter = packaged_adapter()
     print(f"adapter: {adapter or 'none'} ({adapter_hash(adapter)})")

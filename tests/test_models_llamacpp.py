@@ -84,7 +84,7 @@ def test_conversion_is_cached_by_adapter_hash(gguf_file, tmp_path) -> None:
     base = AutoModelForCausalLM.from_pretrained(smol.converted_checkpoint())
     lora = get_peft_model(base, LoraConfig(r=2, target_modules=["q_proj"], init_lora_weights=False))
     lora.save_pretrained(tmp_path / "adapter")
-    other = merged_gguf(tmp_path / "adapter", tmp_path / "cache", outtype="q8_0")
+    other = merged_gguf(tmp_path / "adapter", tmp_path / "cache")
     assert other.parent.is_relative_to(tmp_path / "cache") and adapter_hash(tmp_path / "adapter") in other.name
     assert not list(other.parent.glob(".convert-*"))  # no temporary file left behind
     # Only q_proj moved: the other tensors are the source's, so the rotary reordering of

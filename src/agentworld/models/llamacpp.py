@@ -66,6 +66,10 @@ class LlamaCppBackend(Backend):
     ):
         """``context`` is the KV cache size in tokens, shared by the ``max_batch``
         sequences; a request waits until its prompt plus ``max_tokens`` fits."""
+        # ggml's OpenMP threads spin at every barrier by default: on a CPU shared with other
+        # work (a 2-core laptop, CI) a descheduled spinner stalls each of the ~hundreds of
+        # barriers in a token; sleeping waits cost little when idle. Read when libgomp loads.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import llama_cpp
 
         self.path = Path(path)
