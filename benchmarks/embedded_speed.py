@@ -27,7 +27,7 @@ from pathlib import Path
 
 from agentworld.models import Backend, GenerationConfig, load_backend
 from agentworld.models.llamacpp import LlamaCppBackend
-from agentworld.models.smol import adapter_hash, merged_gguf, packaged_adapter
+from agentworld.models.smol import adapter_hash, converted_checkpoint, merged_gguf, packaged_adapter
 from agentworld.prompts import sample_messages
 from agentworld.records.bench import BenchSample, load_bench_dir
 
@@ -87,10 +87,11 @@ def main() -> None:
     adapter = packaged_adapter()
     print(f"adapter: {adapter or 'none'} ({adapter_hash(adapter)})")
     engines: dict[str, Backend] = {}
+    tokenizer = converted_checkpoint() / "tokenizer.json"  # as the smol engine does
     for kind in args.types.split(","):
         start = time.perf_counter()
         path = merged_gguf(adapter, outtype=kind)
-        engines[f"llamacpp-{kind}"] = LlamaCppBackend(path, max_batch=max(levels))
+        engines[f"llamacpp-{kind}"] = LlamaCppBackend(path, max_batch=max(levels), tokenizer=tokenizer)
         print(f"llamacpp-{kind}: {path.name} {path.stat().st_size / 1e6:.0f} MB, ready in {time.perf_counter() - start:.1f}s")
     if not args.no_hf:
         start = time.perf_counter()
@@ -113,7 +114,7 @@ def main() -> None:
 
     async def fidelity(engines: dict[str, Backend], count: int, max_tokens: int) -> None:
         hf = engines["hf"].engine  # type: ignore[attr-defined]
-        prompts = fidelity_prompts(count, lambda m: hf.tokenizer(hf.prompt_text(m))["input_ids"], 1500)
+        prompts = fidelity_prompts(count, lambda m: hf.tokenizer(hf.prompt_text(m), add_special_tokens=False)["input_ids"], 1500)
         config = GenerationConfig(max_tokens=max_tokens)
         ref = [hf.generate_once(p, config)[0] for p in prompts]
         ref_ids = [hf.tokenizer(r.text, add_special_tokens=False)["input_ids"] for r in ref]
@@ -121,7 +122,7 @@ def main() -> None:
         for name, backend in engines.items():
             if not isinstance(backend, LlamaCppBackend):
                 continue
-            same_prompt = all(backend.tokenize(backend.prompt_text(p)) == hf.tokenizer(hf.prompt_text(p))["input_ids"]
+            same_prompt = all(backend.tokenize(backend.prompt_text(p)) == hf.tokenizer(hf.prompt_text(p), add_special_tokens=False)["input_ids"]
                               for p in prompts)
             outs = await asyncio.gather(*(backend.complete(p, config) for p in prompts))
             exact, shares = 0, []

@@ -34,7 +34,7 @@ def gguf_file():
 def backend(gguf_file):
     from agentworld.models.llamacpp import LlamaCppBackend
 
-    b = LlamaCppBackend(gguf_file, max_batch=4, context=8192)
+    b = LlamaCppBackend(gguf_file, max_batch=4, context=8192, tokenizer=smol.converted_checkpoint() / "tokenizer.json")
     yield b
     asyncio.run(b.aclose())
 

@@ -222,8 +222,11 @@ class SmolBackend(Backend):
             folder = Path(chosen) if chosen else None
             path = merged_gguf(folder, cache_dir, gguf=src, outtype=LLAMACPP_GGUF_TYPE)
             revision = f"{base}+{adapter_hash(folder)}" if folder else base
+            # transformers' tokenizer file: prompts tokenized exactly as on the hf engine.
+            tokenizer = converted_checkpoint(cache_dir, gguf=src) / "tokenizer.json"
             self.engine = LlamaCppBackend(
-                path, max_batch=max_batch, threads=threads, context=context or 32768, model_name=model_name,
+                path, max_batch=max_batch, threads=threads, context=context or 32768, tokenizer=tokenizer,
+                model_name=model_name,
                 revision=f"{revision}/llamacpp-{LLAMACPP_GGUF_TYPE}",
             )
         else:

@@ -77,7 +77,8 @@ KINDS: dict[str, BackendKind] = {
         ),
         BackendKind(
             "llamacpp", "path", "a GGUF model file run by llama.cpp on the CPU: llamacpp:FILE.gguf",
-            {"path": str, "max_batch": int, "context": int, "threads": int, "model_name": str, "revision": str},
+            {"path": str, "max_batch": int, "context": int, "threads": int, "tokenizer": str, "model_name": str,
+             "revision": str},
             required=("path",), impl="agentworld.models.llamacpp:LlamaCppBackend",
         ),
         BackendKind(
