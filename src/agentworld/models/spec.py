@@ -4,9 +4,9 @@ Grammar (every command, judge flag and YAML config uses it)::
 
     [LABEL=]BACKEND[:TARGET][@URL][,KEY=VALUE...]
 
-- ``BACKEND``: ``openai``, ``hf``, ``smol`` or ``retrieval``.
+- ``BACKEND``: ``openai``, ``hf``, ``smol``, ``llamacpp`` or ``retrieval``.
 - ``TARGET``: the backend's main argument: the model name (``openai``), the checkpoint
-  folder (``hf``), the adapter folder (``smol``), the trajectories to index (``retrieval``).
+  folder (``hf``), the adapter folder (``smol``), the GGUF file (``llamacpp``), the trajectories to index (``retrieval``).
 - ``@URL``: the endpoint (``openai`` only).
 - ``,KEY=VALUE``: backend options; ``--opt KEY=VALUE`` (repeatable) adds more, or replaces
   a part of the spec (``--opt model=other``), and takes values verbatim, so a value holding
@@ -81,10 +81,17 @@ KINDS: dict[str, BackendKind] = {
             required=("path",), impl="agentworld.models.hf:HFBackend",
         ),
         BackendKind(
-            "smol", "adapter", "the embedded SmolLM2 world model (offline); smol:ADAPTER swaps the adapter",
-            {"adapter": str, "packaged": bool, "precision": str, "max_batch": int, "device": str, "cache_dir": str,
-             "gguf": str, "model_name": str},
+            "smol", "adapter",
+            "the embedded SmolLM2 world model (offline); smol:ADAPTER swaps the adapter, engine=llamacpp|hf|auto",
+            {"adapter": str, "packaged": bool, "engine": str, "threads": int, "context": int, "precision": str,
+             "max_batch": int, "device": str, "cache_dir": str, "gguf": str, "model_name": str},
             impl="agentworld.models.smol:SmolBackend",
+        ),
+        BackendKind(
+            "llamacpp", "path", "a GGUF model file run by llama.cpp on the CPU: llamacpp:FILE.gguf",
+            {"path": str, "max_batch": int, "context": int, "threads": int, "tokenizer": str, "model_name": str,
+             "revision": str},
+            required=("path",), impl="agentworld.models.llamacpp:LlamaCppBackend",
         ),
         BackendKind(
             "retrieval", "source", "BM25 over past turns, the baseline: retrieval:TRAJECTORIES",

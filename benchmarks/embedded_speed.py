@@ -1,0 +1,141 @@
+"""The embedded model on its two engines, side by side in one run: transformers (``smol,engine=hf``)
+and llama.cpp (``smol,engine=llamacpp``, the shipped adapter merged into a GGUF).
+
+Prints, for each engine (and each llama.cpp weight type asked for):
+
+- generation tokens/s (generated tokens over wall time, all requests together) at 1, 4 and
+  16 concurrent requests on short terminal prompts;
+- prompt-processing tokens/s (prompt tokens over the time to the first token) on long mcp
+  and swe prompts, one at a time;
+- fidelity: greedy outputs of each llama.cpp build against transformers on benchmark prompts
+  from ``benchmarks/local`` (exact matches, and the mean share of the common token prefix),
+  plus whether the prompt token ids are identical.
+
+    python benchmarks/embedded_speed.py                 # full run
+    python benchmarks/embedded_speed.py --quick         # fewer tokens, concurrency 1 and 4
+    python benchmarks/embedded_speed.py --types f16,q8_0 --fidelity 10
+
+Load from other processes slows every figure: compare engines within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from pathlib import Path
+
+from agentworld.models import Backend, GenerationConfig, load_backend
+from agentworld.models.llamacpp import LlamaCppBackend
+from agentworld.models.smol import adapter_hash, converted_checkpoint, merged_gguf, packaged_adapter
+from agentworld.prompts import sample_messages
+from agentworld.records.bench import BenchSample, load_bench_dir
+
+BENCH = Path(__file__).parent / "local"
+
+
+def samples(domain: str) -> list[BenchSample]:
+    return load_bench_dir(BENCH, domains=[domain]).samples
+
+
+async def generation(backend: Backend, prompts: list[list[dict]], clients: int, max_tokens: int) -> float:
+    """Generated tokens/s with ``clients`` requests in flight at once (one request each)."""
+    config = GenerationConfig(max_tokens=max_tokens)
+    start = time.perf_counter()
+    rows = await asyncio.gather(*(backend.complete(p, config) for p in prompts[:clients]))
+    wall = time.perf_counter() - start
+    return sum(c.completion_tokens or 0 for row in rows for c in row) / wall
+
+
+async def prompt_speed(backend: Backend, prompts: list[list[dict]]) -> tuple[float, int]:
+    """Prompt tokens/s to the first token, one long prompt at a time; and the mean length."""
+    tokens, wall = 0, 0.0
+    for p in prompts:
+        start = time.perf_counter()
+        [c] = await backend.complete(p, GenerationConfig(max_tokens=1))
+        wall += time.perf_counter() - start
+        tokens += c.prompt_tokens or 0
+    return tokens / wall, tokens // max(len(prompts), 1)
+
+
+def fidelity_prompts(count: int, tokenize, limit: int) -> list[list[dict]]:
+    """``count`` benchmark prompts, taken in turn from each domain, of at most ``limit`` tokens."""
+    pools = [[sample_messages(s) for s in samples(d)[::7]] for d in ("terminal", "mcp", "search", "swe")]
+    out: list[list[dict]] = []
+    while len(out) < count and any(pools):
+        for pool in pools:
+            while pool and len(out) < count:
+                m = pool.pop(0)
+                if len(tokenize(m)) <= limit:
+                    out.append(m)
+                    break
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--types", default="f16,q8_0", help="llama.cpp weight types to build and measure")
+    ap.add_argument("--fidelity", type=int, default=10, help="benchmark prompts compared greedily (0: skip)")
+    ap.add_argument("--no-hf", action="store_true", help="llama.cpp only (transformers is slow)")
+    args = ap.parse_args()
+    max_tokens = 32 if args.quick else 64
+    levels = (1, 4) if args.quick else (1, 4, 16)
+    terminal = [sample_messages(s) for s in samples("terminal")[: max(levels)]]
+    long_prompts = [sample_messages(s) for d in ("mcp", "swe") for s in samples(d)[:1 if args.quick else 3]]
+
+    adapter = packaged_adapter()
+    print(f"adapter: {adapter or 'none'} ({adapter_hash(adapter)})")
+    engines: dict[str, Backend] = {}
+    tokenizer = converted_checkpoint() / "tokenizer.json"  # as the smol engine does
+    for kind in args.types.split(","):
+        start = time.perf_counter()
+        path = merged_gguf(adapter, outtype=kind)
+        engines[f"llamacpp-{kind}"] = LlamaCppBackend(path, max_batch=max(levels), tokenizer=tokenizer)
+        print(f"llamacpp-{kind}: {path.name} {path.stat().st_size / 1e6:.0f} MB, ready in {time.perf_counter() - start:.1f}s")
+    if not args.no_hf:
+        start = time.perf_counter()
+        engines["hf"] = load_backend("smol", engine="hf", max_batch=max(levels))
+        print(f"hf: ready in {time.perf_counter() - start:.1f}s ({engines['hf']!r})")
+
+    async def run() -> None:
+        print(f"\ngeneration tokens/s ({max_tokens} new tokens a request, terminal prompts)")
+        print(f"{'engine':<16}" + "".join(f"{f'{c} concurrent':>16}" for c in levels))
+        for name, backend in engines.items():
+            await generation(backend, terminal, 1, 4)  # warm-up
+            figures = [await generation(backend, terminal, c, max_tokens) for c in levels]
+            print(f"{name:<16}" + "".join(f"{f:>16.1f}" for f in figures), flush=True)
+        print("\nprompt processing tokens/s (long mcp/swe prompts, one at a time)")
+        for name, backend in engines.items():
+            speed, mean = await prompt_speed(backend, long_prompts)
+            print(f"{name:<16}{speed:>10.0f} tok/s   (mean prompt {mean} tokens)", flush=True)
+        if args.fidelity and "hf" in engines:
+            await fidelity(engines, args.fidelity, max_tokens)
+
+    async def fidelity(engines: dict[str, Backend], count: int, max_tokens: int) -> None:
+        hf = engines["hf"].engine  # type: ignore[attr-defined]
+        prompts = fidelity_prompts(count, lambda m: hf.tokenizer(hf.prompt_text(m), add_special_tokens=False)["input_ids"], 1500)
+        config = GenerationConfig(max_tokens=max_tokens)
+        ref = [hf.generate_once(p, config)[0] for p in prompts]
+        ref_ids = [hf.tokenizer(r.text, add_special_tokens=False)["input_ids"] for r in ref]
+        print(f"\nfidelity: greedy, {max_tokens} tokens, {len(prompts)} benchmark prompts, against transformers fp32")
+        for name, backend in engines.items():
+            if not isinstance(backend, LlamaCppBackend):
+                continue
+            same_prompt = all(backend.tokenize(backend.prompt_text(p)) == hf.tokenizer(hf.prompt_text(p), add_special_tokens=False)["input_ids"]
+                              for p in prompts)
+            outs = await asyncio.gather(*(backend.complete(p, config) for p in prompts))
+            exact, shares = 0, []
+            for (out,), want, want_ids in zip(outs, ref, ref_ids, strict=True):
+                exact += out.text == want.text
+                got = hf.tokenizer(out.text, add_special_tokens=False)["input_ids"]
+                common = next((i for i, (a, b) in enumerate(zip(got, want_ids, strict=False)) if a != b), min(len(got), len(want_ids)))
+                shares.append(common / max(len(want_ids), len(got), 1))
+            print(f"{name:<16}exact {exact}/{len(prompts)}, mean common prefix {100 * sum(shares) / len(shares):.0f}%, "
+                  f"prompt tokens identical: {same_prompt}")
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()

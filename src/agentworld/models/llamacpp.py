@@ -1,0 +1,377 @@
+"""The ``llamacpp`` backend: a GGUF file run by llama.cpp (``llama-cpp-python``) on the CPU.
+
+A llama.cpp context is not thread-safe, so one worker thread owns it and every request
+reaches it through a queue. The worker batches continuously: the context holds up to
+``max_batch`` sequences in one shared KV cache, each step decodes one token of every
+running sequence in a single ``llama_decode`` call, and a new request joins as soon as
+a slot and enough cache are free. The prompt is the model's own chat template (GGUF
+metadata) rendered the way transformers renders it, so the tokens match the ``hf`` path.
+
+Sampling is greedy at temperature 0 (the argmax, as ``hf``). Above 0 it is numpy
+sampling (temperature, top-k, top-p) seeded per sample with ``seed + i``: reproducible
+here, but not the same draws as torch's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import logging
+import os
+import queue
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentworld.models.base import Backend, BackendError, Completion, GenerationConfig, Message
+
+
+class GGUFError(ValueError):
+    """A GGUF file llama.cpp cannot load; the message names the file."""
+
+
+@dataclass
+class _Request:
+    """One sample to generate, and where its answer goes."""
+
+    tokens: list[int]
+    config: GenerationConfig
+    seed: int | None
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future
+    out: list[int] = field(default_factory=list)
+    text: bytes = b""
+    slot: int = -1
+    reserved: int = 0
+    rng: np.random.Generator | None = None
+
+
+class LlamaCppBackend(Backend):
+    """Generate with llama.cpp from a GGUF file, batching concurrent requests."""
+
+    name = "llamacpp"
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        max_batch: int = 16,
+        context: int = 32768,
+        threads: int | None = None,
+        tokenizer: str | Path | None = None,
+        model_name: str | None = None,
+        revision: str | None = None,
+    ):
+        """``context`` is the KV cache size in tokens, shared by the ``max_batch``
+        sequences; a request waits until its prompt plus ``max_tokens`` fits.
+        ``tokenizer``: a Hugging Face ``tokenizer.json`` that encodes prompts instead of
+        llama.cpp's tokenizer, whose pre-tokenizer splits some runs of spaces differently
+        (measured: 8 of 42 benchmark prompts differed by a token); decoding is llama.cpp's."""
+        # ggml's OpenMP threads spin at every barrier by default: on a CPU shared with other
+        # work (a 2-core laptop, CI) a descheduled spinner stalls each of the ~hundreds of
+        # barriers in a token; sleeping waits cost little when idle. Read when libgomp loads.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        import llama_cpp
+
+        self.path = Path(path)
+        self._hf_tokenizer = None
+        if tokenizer is not None:
+            from tokenizers import Tokenizer
+
+            if not Path(tokenizer).is_file():
+                raise FileNotFoundError(f"tokenizer file not found: {tokenizer}")
+            self._hf_tokenizer = Tokenizer.from_file(str(tokenizer))
+        if not self.path.is_file():
+            raise GGUFError(f"GGUF file not found: {self.path}")
+        if max_batch < 1 or context < 64:
+            raise ValueError("max_batch must be >= 1 and context >= 64")
+        logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)  # llama.cpp's load chatter
+        self._lib = llama_cpp
+        llama_cpp.llama_backend_init()
+        model = llama_cpp.llama_model_load_from_file(str(self.path).encode(), llama_cpp.llama_model_default_params())
+        if not model:
+            raise GGUFError(f"{self.path}: llama.cpp could not load this file (not a GGUF model, or corrupt)")
+        self._model = model
+        self._vocab = llama_cpp.llama_model_get_vocab(model)
+        self.n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
+        self.max_batch = max_batch
+        self.context = context
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = context
+        params.n_batch = params.n_ubatch = 512
+        params.n_seq_max = max_batch
+        params.kv_unified = True  # one pool of cache cells, so a long prompt can use most of it
+        params.n_threads = params.n_threads_batch = threads or os.cpu_count() or 1
+        ctx = llama_cpp.llama_init_from_model(model, params)
+        if not ctx:
+            llama_cpp.llama_model_free(model)
+            raise GGUFError(f"{self.path}: llama.cpp could not create a context of {context} tokens")
+        self._ctx = ctx
+        self._memory = llama_cpp.llama_get_memory(ctx)
+        self._batch = llama_cpp.llama_batch_init(params.n_batch, 0, 1)
+        self._n_batch = params.n_batch
+        self.metadata = {k: self._meta(k) for k in ("general.name", "tokenizer.chat_template")}
+        self._template = _compile_template(self.metadata["tokenizer.chat_template"])
+        self._stop_ids = {int(v) for k in ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.padding_token_id")
+                          if (v := self._meta(k)) is not None}
+        self._specials = {"bos_token": self._meta_token("tokenizer.ggml.bos_token_id"),
+                          "eos_token": self._meta_token("tokenizer.ggml.eos_token_id")}
+        self._model_name = model_name or self.path.stem
+        st = self.path.stat()
+        self._revision = revision or f"{st.st_size}-{st.st_mtime_ns}"
+        self._queue: queue.Queue[_Request | None] = queue.Queue()
+        self.failure: BackendError | None = None
+        self.peak_rows = 0
+        """The most sequences decoded in one step so far (tests read it)."""
+        self._worker = threading.Thread(target=self._run, name="llamacpp-worker", daemon=True)
+        self._worker.start()
+
+    @property
+    def model_id(self) -> str:
+        return f"{self._model_name}@{self._revision}"
+
+    # -- prompt ------------------------------------------------------------------------
+    def prompt_text(self, messages: list[Message]) -> str:
+        if self._template is None:
+            raise BackendError(f"{self.path}: the GGUF file has no chat template (tokenizer.chat_template)")
+        return self._template.render(messages=messages, add_generation_prompt=True, **self._specials)
+
+    def tokenize(self, text: str) -> list[int]:
+        if self._hf_tokenizer is not None:
+            return list(self._hf_tokenizer.encode(text, add_special_tokens=False).ids)
+        data = text.encode()
+        size = len(data) + 16
+        buf = (self._lib.llama_token * size)()
+        n = self._lib.llama_tokenize(self._vocab, data, len(data), buf, size, False, True)
+        if n < 0:  # the buffer was too small: -n is the size needed
+            buf = (self._lib.llama_token * -n)()
+            n = self._lib.llama_tokenize(self._vocab, data, len(data), buf, -n, False, True)
+        return list(buf[:n])
+
+    def _piece(self, token: int) -> bytes:
+        buf = ctypes.create_string_buffer(64)
+        n = self._lib.llama_token_to_piece(self._vocab, token, buf, 64, 0, False)
+        if n < 0:
+            buf = ctypes.create_string_buffer(-n)
+            n = self._lib.llama_token_to_piece(self._vocab, token, buf, -n, 0, False)
+        return buf.raw[:n]
+
+    def _meta(self, key: str) -> str | None:
+        size = 1 << 16
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = self._lib.llama_model_meta_val_str(self._model, key.encode(), buf, size)
+            if n < 0:
+                return None
+            if n < size:
+                return buf.value.decode("utf-8", "replace")
+            size = n + 1
+
+    def _meta_token(self, key: str) -> str:
+        value = self._meta(key)
+        if value is None:
+            return ""
+        buf = ctypes.create_string_buffer(256)
+        n = self._lib.llama_token_to_piece(self._vocab, int(value), buf, 256, 0, True)
+        return buf.raw[: max(n, 0)].decode("utf-8", "replace")
+
+    # -- requests ----------------------------------------------------------------------
+    async def complete(
+        self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None
+    ) -> list[Completion]:
+        cfg = config.resolved()
+        tokens = self.tokenize(self.prompt_text(messages))
+        if len(tokens) + 1 > self.context:
+            raise BackendError(f"prompt of {len(tokens)} tokens does not fit the context of {self.context} tokens")
+        if self.failure is not None or self._ctx is None:
+            raise self.failure or BackendError("the llamacpp backend is closed")
+        loop = asyncio.get_running_loop()
+        n = cfg.n or 1
+        sampled = bool(cfg.temperature)
+        futures = []
+        for i in range(n):
+            seed = None if cfg.seed is None or not sampled else cfg.seed + i
+            req = _Request(tokens, cfg, seed, loop, loop.create_future())
+            self._queue.put(req)
+            futures.append(req.future)
+        return list(await asyncio.gather(*futures))
+
+    def generate_once(self, messages: list[Message], config: GenerationConfig | None = None) -> list[Completion]:
+        """Synchronous generation (for scripts and benchmarks)."""
+        return asyncio.run(self.complete(messages, config or GenerationConfig()))
+
+    async def aclose(self) -> None:
+        if self._worker.is_alive():
+            self._queue.put(None)
+            await asyncio.to_thread(self._worker.join)
+        self._free()
+
+    def _free(self) -> None:
+        if self._ctx is not None:
+            self._lib.llama_batch_free(self._batch)
+            self._lib.llama_free(self._ctx)
+            self._lib.llama_model_free(self._model)
+            self._ctx = self._model = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model_id}, max_batch={self.max_batch}, context={self.context})"
+
+    # -- the worker thread: the only code that touches the llama.cpp context -----------
+    def _run(self) -> None:
+        waiting: list[_Request] = []
+        running: list[_Request] = []
+        try:
+            self._loop(waiting, running)
+        except Exception as exc:  # a bug or a llama.cpp failure: fail every request, never hang one
+            self.failure = BackendError(f"llama.cpp worker stopped: {type(exc).__name__}: {exc}")
+            for req in waiting + running:
+                self._answer(req, error=self.failure)
+
+    def _loop(self, waiting: list[_Request], running: list[_Request]) -> None:
+        free_slots = list(range(self.max_batch))
+        used = 0
+        closing = False
+        while not (closing and not waiting and not running):
+            block = not waiting and not running
+            try:
+                while True:
+                    item = self._queue.get(block=block)
+                    block = False
+                    if item is None:
+                        closing = True
+                    else:
+                        waiting.append(item)
+            except queue.Empty:
+                pass
+            # Admit in arrival order while a slot and the cache have room.
+            while waiting and free_slots:
+                req = waiting[0]
+                need = min(len(req.tokens) + (req.config.max_tokens or 0), self.context)
+                if running and used + need > self.context:
+                    break
+                waiting.pop(0)
+                req.slot, req.reserved = free_slots.pop(0), need
+                used += need
+                running.append(req)
+                if self._start(req):
+                    running.remove(req)
+                    self._lib.llama_memory_seq_rm(self._memory, req.slot, -1, -1)
+                    free_slots.append(req.slot)
+                    used -= need
+            if not running:
+                continue
+            for req in self._step(running):
+                running.remove(req)
+                self._lib.llama_memory_seq_rm(self._memory, req.slot, -1, -1)
+                free_slots.append(req.slot)
+                used -= req.reserved
+
+    def _decode(self, rows: list[tuple[int, int, int, bool]]) -> int:
+        """One ``llama_decode`` of (token, position, sequence, wants logits) rows."""
+        b = self._batch
+        for i, (tok, pos, seq, logits) in enumerate(rows):
+            b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = tok, pos, 1, logits
+            b.seq_id[i][0] = seq
+        b.n_tokens = len(rows)
+        return self._lib.llama_decode(self._ctx, b)
+
+    def _logits(self, i: int) -> np.ndarray:
+        return np.ctypeslib.as_array(self._lib.llama_get_logits_ith(self._ctx, i), shape=(self.n_vocab,))
+
+    def _start(self, req: _Request) -> bool:
+        """Prefill the prompt in chunks and pick the first token; True when the request
+        is already done (answered: an error, or a stop at once)."""
+        toks = req.tokens
+        for start in range(0, len(toks), self._n_batch):
+            chunk = toks[start : start + self._n_batch]
+            last = start + len(chunk) == len(toks)
+            rc = self._decode([(t, start + j, req.slot, last and j == len(chunk) - 1) for j, t in enumerate(chunk)])
+            if rc != 0:
+                self._answer(req, error=BackendError(f"llama_decode failed ({rc}) on a {len(toks)}-token prompt"))
+                return True
+        if req.seed is not None:
+            req.rng = np.random.default_rng(req.seed)
+        elif req.config.temperature:
+            req.rng = np.random.default_rng()
+        return self._advance(req, self._logits(-1))
+
+    def _step(self, running: list[_Request]) -> list[_Request]:
+        """Decode the last token of every running sequence at once; the finished ones."""
+        rows = [(r.out[-1], len(r.tokens) + len(r.out) - 1, r.slot, True) for r in running]
+        self.peak_rows = max(self.peak_rows, len(rows))
+        rc = self._decode(rows)
+        if rc != 0:
+            for r in running:
+                self._answer(r, error=BackendError(f"llama_decode failed ({rc}) with {len(rows)} sequences"))
+            return list(running)
+        return [r for i, r in enumerate(running) if self._advance(r, self._logits(i))]
+
+    def _advance(self, req: _Request, logits: np.ndarray) -> bool:
+        """Pick the next token; True when the request is done (and answered)."""
+        cfg = req.config
+        tok = _sample(logits, cfg, req.rng) if req.rng is not None else int(np.argmax(logits))
+        if tok in self._stop_ids:
+            self._answer(req, finish="stop")
+            return True
+        req.out.append(tok)
+        req.text += self._piece(tok)
+        if cfg.stop and any(s.encode() in req.text for s in cfg.stop):
+            self._answer(req, finish="stop")
+            return True
+        if len(req.out) >= (cfg.max_tokens or 0):
+            self._answer(req, finish="length")
+            return True
+        return False
+
+    def _answer(self, req: _Request, *, finish: str = "stop", error: BaseException | None = None) -> None:
+        if error is None:
+            text = req.text.decode("utf-8", "replace")
+            for s in req.config.stop or ():
+                if s in text:
+                    text = text[: text.index(s)]
+            result: Any = Completion(text=text, prompt_tokens=len(req.tokens), completion_tokens=len(req.out),
+                                     finish_reason=finish)
+            setter = req.future.set_result
+        else:
+            result, setter = error, req.future.set_exception
+
+        def deliver() -> None:
+            if not req.future.done():
+                setter(result)
+
+        req.loop.call_soon_threadsafe(deliver)
+
+
+def _sample(logits: np.ndarray, cfg: GenerationConfig, rng: np.random.Generator) -> int:
+    """Temperature, then top-k, then top-p (nucleus), as transformers orders them."""
+    scores = logits.astype(np.float64) / float(cfg.temperature or 1.0)
+    if cfg.top_k and cfg.top_k < scores.size:
+        kth = np.partition(scores, -cfg.top_k)[-cfg.top_k]
+        scores = np.where(scores < kth, -np.inf, scores)
+    order = np.argsort(-scores)
+    probs = np.exp(scores[order] - scores[order[0]])
+    probs /= probs.sum()
+    if cfg.top_p is not None and cfg.top_p < 1.0:
+        keep = np.cumsum(probs) - probs < cfg.top_p  # always keeps the most likely token
+        probs = np.where(keep, probs, 0.0)
+        probs /= probs.sum()
+    return int(order[rng.choice(probs.size, p=probs)])
+
+
+def _compile_template(source: str | None) -> Any:
+    """The chat template in the sandboxed jinja2 environment transformers uses
+    (``trim_blocks``, ``lstrip_blocks``, ``raise_exception``), so prompts render alike."""
+    if not source:
+        return None
+    from jinja2.ext import loopcontrols
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message: str) -> None:
+        raise BackendError(f"chat template: {message}")
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    env.globals["raise_exception"] = raise_exception
+    return env.from_string(source)
