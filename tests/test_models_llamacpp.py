@@ -40,8 +40,8 @@ def backend(gguf_file):
 
 
 def test_engine_selection(monkeypatch) -> None:
-    assert pick_engine() == "llamacpp" and pick_engine("auto", precision=None) == "llamacpp"
-    assert pick_engine("auto", precision="fp32") == "hf"  # an hf-only option says which engine
+    assert pick_engine() == "hf" and pick_engine("auto", precision="fp32") == "hf"
+    assert pick_engine("llamacpp") == "llamacpp"
     assert pick_engine("hf") == "hf"
     with pytest.raises(ValueError, match="engine must be one of auto, llamacpp, hf"):
         pick_engine("vllm")
@@ -142,8 +142,8 @@ def test_backend_generates_batched_and_alone(backend) -> None:
 
 @pytest.mark.slow
 @pytest.mark.model
-def test_smol_runs_on_llamacpp_by_default(gguf_file) -> None:
-    b = load_backend("smol,max_batch=2,context=4096")
+def test_smol_runs_on_llamacpp_when_asked(gguf_file) -> None:
+    b = load_backend("smol,engine=llamacpp,max_batch=2,context=4096")
     try:
         assert b.engine_name == "llamacpp"
         assert b.model_id.startswith("SmolLM2-135M-Instruct@") and b.model_id.endswith("/llamacpp-f16")
