@@ -109,6 +109,8 @@ def test_cpt_trains_saves_config_and_resumes(tmp_path: Path, datasets_dir: Path,
     assert changed(weights(tiny), weights(out)) > 0
     assert read_train_config(out / "checkpoint-2") == cfg
     assert (out / CONFIG_NAME).exists() and (out / "tokenizer.json").exists()
+    timing = json.loads((out / "timing.json").read_text())  # measured, for ETAs and reports
+    assert timing["steps"] == 2 and timing["seconds_per_step"] > 0 and result.metrics["seconds_per_step"] > 0
     more = CPTTrainConfig(**{**cfg.__dict__, "max_steps": 3})
     again = train_cpt(more)
     assert again.resumed_from and again.resumed_from.endswith("checkpoint-2") and again.global_step == 3

@@ -198,10 +198,11 @@ def auto_precision(device: str) -> str:
     slower than bf16 weights in every setting."""
     if device.startswith("cuda"):
         return "bf16"
-    return "bf16" if _cpu_has_native_bf16() else "fp32"
+    return "bf16" if cpu_has_native_bf16() else "fp32"
 
 
-def _cpu_has_native_bf16() -> bool:
+def cpu_has_native_bf16() -> bool:
+    """Whether the CPU flags list native bf16 instructions (Linux; False elsewhere)."""
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:  # not Linux: stay with the safe choice

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import statistics
+import sys
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -131,7 +136,7 @@ def make_trainer(
         args=trainer_arguments(config),
         train_dataset=inputs.dataset,
         processing_class=inputs.tokenizer,
-        callbacks=[SaveConfigCallback(config, inputs.chain), *(callbacks or [])],
+        callbacks=[SaveConfigCallback(config, inputs.chain), StepTimer(config), *(callbacks or [])],
         **extra,
     )
     return trainer, inputs.tokenizer
@@ -160,8 +165,13 @@ def last_checkpoint(output_dir: str | Path) -> str | None:
 def trainer_arguments(config: TrainFields) -> Any:
     """The trainer's own argument object (``TrainingArguments``, ``SFTConfig``,
     ``GRPOConfig``) from the config; on a machine without an accelerator training runs
-    on the CPU unless the config says otherwise."""
-    return config.trainer_args(use_cpu=not _has_accelerator())
+    on the CPU unless the config says otherwise, and ``precision`` picks bf16 or fp32."""
+    from agentworld.train.precision import choose_precision
+
+    cuda = _has_accelerator()
+    choice = choose_precision(config.precision, cuda=cuda)
+    print(f"[{config.kind}] precision {config.precision} -> {choice.why}", file=sys.stderr, flush=True)
+    return config.trainer_args(use_cpu=not cuda, bf16=choice.bf16)
 
 
 def _has_accelerator() -> bool:
@@ -189,6 +199,55 @@ class SaveConfigCallback(TrainerCallback):
             self.write(Path(args.output_dir) / f"checkpoint-{state.global_step}")
 
 
+TIMING_FILE = "timing.json"
+
+
+class StepTimer(TrainerCallback):
+    """Times the optimizer steps of this run and prints seconds per step and an ETA after
+    the first steps (then every tenth of the run); the figures go to ``timing.json`` in the
+    output folder at the end. The first step is reported apart: it pays for warm-up."""
+
+    def __init__(self, config: TrainFields):
+        self.kind = config.kind
+        self.durations: list[float] = []
+        self._last = 0.0
+        self._every = 10
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._last = time.perf_counter()
+        self._every = max(10, state.max_steps // 10)
+
+    def seconds_per_step(self) -> float | None:
+        """The median step after the first (the first alone when it is all there is)."""
+        steady = self.durations[1:] or self.durations
+        return statistics.median(steady) if steady else None
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        now = time.perf_counter()
+        self.durations.append(now - self._last)
+        self._last = now
+        n = len(self.durations)
+        if n == 1:
+            print(f"[{self.kind}] step {state.global_step}: {self.durations[0]:.1f} s (first step, with warm-up)",
+                  file=sys.stderr, flush=True)
+        elif n == 3 or n % self._every == 0:
+            per = self.seconds_per_step() or 0.0
+            left = max(0, state.max_steps - state.global_step)
+            eta = datetime.now(UTC) + timedelta(seconds=per * left)
+            print(f"[{self.kind}] step {state.global_step}/{state.max_steps}: {per:.2f} s a step (median of the last "
+                  f"{n - 1}), {left} left, ETA {per * left / 60:.1f} min ({eta:%H:%M} UTC)", file=sys.stderr, flush=True)
+
+    def summary(self) -> dict[str, Any]:
+        per = self.seconds_per_step()
+        return {
+            "trainer": self.kind,
+            "steps": len(self.durations),
+            "seconds": round(sum(self.durations), 2),
+            "first_step_seconds": round(self.durations[0], 2) if self.durations else None,
+            "seconds_per_step": round(per, 3) if per is not None else None,
+        }
+
+
 @dataclass
 class TrainResult:
     """Where the final model went and how training ended."""
@@ -208,4 +267,10 @@ def run_trainer(trainer: Any, config: TrainFields, tokenizer: Any) -> TrainResul
     tokenizer.save_pretrained(config.output_dir)
     saver = next(c for c in trainer.callback_handler.callbacks if isinstance(c, SaveConfigCallback))
     saver.write(config.output_dir)
-    return TrainResult(config.output_dir, trainer.state.global_step, resume, dict(out.metrics))
+    metrics = dict(out.metrics)
+    timer = next((c for c in trainer.callback_handler.callbacks if isinstance(c, StepTimer)), None)
+    if timer is not None and timer.durations:
+        timing = timer.summary()
+        Path(config.output_dir, TIMING_FILE).write_text(json.dumps(timing, indent=1) + "\n", encoding="utf-8")
+        metrics["seconds_per_step"] = timing["seconds_per_step"]
+    return TrainResult(config.output_dir, trainer.state.global_step, resume, metrics)
