@@ -226,3 +226,26 @@ def test_chained_lora_stages_reload_from_the_last_folder(tmp_path: Path, dataset
     with torch.no_grad():
         start = trainer2.model.eval()(input_ids=ids).logits  # its LoRA B is zero: the merged model
     assert (start - expected).abs().max() < 1e-4
+
+
+def test_block_reward_ranks_the_closed_block_first(tiny: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from agentworld.train.probe import BlockReward
+
+    tok = AutoTokenizer.from_pretrained(tiny)
+    reward = BlockReward(tok)
+    texts = [f"{OBS_OPEN}\nok\n{OBS_CLOSE}", f"{OBS_OPEN}\nno\n", "root@sandbox:/workspace# ls"]
+    ids = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+    exact, partial, other = reward([], texts, ids)
+    assert exact == 2.0 and 1.0 > partial > other >= 0.0
+
+
+@pytest.mark.slow
+def test_gspo_learns_a_learnable_reward(tmp_path: Path) -> None:
+    from agentworld.train.probe import learning_run
+
+    curve = learning_run(tmp_path, [str(EXAMPLES / "trajectories.jsonl")], steps=12)
+    assert len(curve) == 12
+    first, last = sum(curve[:3]) / 3, sum(curve[-3:]) / 3
+    assert last > first, curve  # the reward rises: GSPO learns
