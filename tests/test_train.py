@@ -242,6 +242,7 @@ def test_block_reward_ranks_the_closed_block_first(tiny: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # about a minute on a quiet machine; a shared 2-core box is slower
 def test_gspo_learns_a_learnable_reward(tmp_path: Path) -> None:
     from agentworld.train.probe import learning_run
 

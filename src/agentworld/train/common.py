@@ -79,7 +79,10 @@ def load_dataset(data: str, trainer: str, columns: set[str]) -> Any:
 def start_chain(model: str, path: Path) -> AdapterChain:
     """What the model to train is made of: the raw base and the adapters merged into it."""
     if is_adapter_folder(path):
-        return read_chain(path)
+        try:
+            return read_chain(path)
+        except FileNotFoundError as exc:
+            raise TrainInputError(str(exc), "train from the stage's own output folder, or from its base model") from None
     return AdapterChain("smol" if model == "smol" else str(path.resolve()))
 
 
