@@ -50,7 +50,9 @@ else
   # recomputes activations in the backward pass instead of keeping them.
   DEVICE=cpu; CPT_EPOCHS=${CPT_EPOCHS:-1}; CPT_LENGTH=${CPT_LENGTH:-2048}
   MEMORY=(gradient_checkpointing=true gradient_checkpointing_kwargs.use_reentrant=false)
-  SFT_DATA_ARGS="backend_options.max_batch=2 concurrency=2 ${SFT_DATA_ARGS:-}"
+  if [[ "$SFT_BACKEND" == hf:* || "$SFT_BACKEND" == smol* ]]; then
+    SFT_DATA_ARGS="backend_options.max_batch=2 concurrency=2 ${SFT_DATA_ARGS:-}"
+  fi
 fi
 STEPS=()
 if [[ -n "${MAX_STEPS:-}" ]]; then STEPS=(--max-steps "$MAX_STEPS"); fi
