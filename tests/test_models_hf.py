@@ -79,6 +79,16 @@ def test_adapter_changes_model_and_id(ckpt: Path, backend, tmp_path: Path) -> No
     config = GenerationConfig(max_tokens=12)
     outputs = [(tuned.generate_once(_msgs(i), config)[0].text, backend.generate_once(_msgs(i), config)[0].text) for i in range(3)]
     assert any(a != b for a, b in outputs)
+    # the adapter folder alone: loaded on the base its adapter_config.json names
+    alone = load_backend("hf", path=tmp_path / "adapter")
+    assert alone.model_id == tuned.model_id.replace(ckpt.name, "adapter", 1)
+    assert [alone.generate_once(_msgs(i), config)[0].text for i in range(3)] == [a for a, _ in outputs]
+    (tmp_path / "moved").mkdir()
+    for f in (tmp_path / "adapter").iterdir():
+        cfg = f.read_text().replace(str(ckpt), "elsewhere/ckpt") if f.suffix == ".json" else None
+        (tmp_path / "moved" / f.name).write_bytes(cfg.encode() if cfg is not None else f.read_bytes())
+    with pytest.raises(FileNotFoundError, match="adapter="):  # its base is gone: say how to load it
+        load_backend("hf", path=tmp_path / "moved")
 
 
 def test_not_a_checkpoint(tmp_path: Path, ckpt: Path) -> None:

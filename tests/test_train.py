@@ -109,6 +109,8 @@ def test_cpt_trains_saves_config_and_resumes(tmp_path: Path, datasets_dir: Path,
     assert changed(weights(tiny), weights(out)) > 0
     assert read_train_config(out / "checkpoint-2") == cfg
     assert (out / CONFIG_NAME).exists() and (out / "tokenizer.json").exists()
+    timing = json.loads((out / "timing.json").read_text())  # measured, for ETAs and reports
+    assert timing["steps"] == 2 and timing["seconds_per_step"] > 0 and result.metrics["seconds_per_step"] > 0
     more = CPTTrainConfig(**{**cfg.__dict__, "max_steps": 3})
     again = train_cpt(more)
     assert again.resumed_from and again.resumed_from.endswith("checkpoint-2") and again.global_step == 3
@@ -187,3 +189,64 @@ def test_cli_trains_and_explains_missing_inputs(tmp_path: Path, datasets_dir: Pa
                               "--out", str(tmp_path / "next"), "--max-steps", "1", "--no-lora"])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "next" / "model.safetensors").exists() and not read_train_config(tmp_path / "next").lora
+
+
+def test_chained_lora_stages_reload_from_the_last_folder(tmp_path: Path, datasets_dir: Path, tiny: Path) -> None:
+    import shutil
+
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    fast = {"max_steps": 2, "save_steps": 100, "learning_rate": 1e-2, "warmup_ratio": 0.0, "lora": True, "lora_r": 4}
+    train_cpt(CPTTrainConfig(data=str(datasets_dir / "cpt"), model=str(tiny), output_dir=str(tmp_path / "cpt"), **fast))
+    cfg = SFTTrainConfig(data=str(datasets_dir / "sft"), model=str(tmp_path / "cpt"), output_dir=str(tmp_path / "sft"), **fast)
+    trainer, tokenizer = sft_trainer(cfg)
+    run_trainer(trainer, cfg, tokenizer)
+    final = trainer.model.eval()
+    # The final folder alone, moved away from the CPT stage it was trained on, reloads it all.
+    moved = tmp_path / "moved"
+    shutil.move(tmp_path / "sft", moved)
+    shutil.rmtree(tmp_path / "cpt")
+    assert json.loads((moved / "agentworld_chain.json").read_text())["base"] == str(tiny.resolve())
+    backend = load_backend("hf", path=moved, precision="fp32")
+    ids = torch.tensor([tokenizer("root@box:~# ls -la\ntotal 8", add_special_tokens=False)["input_ids"]])
+    with torch.no_grad():
+        expected = final(input_ids=ids).logits
+        got = backend.model(input_ids=ids).logits
+        # what PEFT alone loads (raw base + last adapter) is a different model: CPT dropped
+        plain = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny), moved)(input_ids=ids).logits
+    # merged weights vs the unmerged adapter differ by float32 rounding only (3e-5 seen)
+    assert (got - expected).abs().max() < 1e-4
+    assert (plain - expected).abs().max() > 1e-2
+    assert len(backend.chain.stages) == 2 and backend.model_id.count("+") == 2
+    # the next stage starts from the chained folder too: base + CPT + SFT merged
+    nxt = SFTTrainConfig(data=str(datasets_dir / "sft"), model=str(moved), output_dir=str(tmp_path / "next"),
+                         **{**fast, "max_steps": 1})
+    trainer2, _ = sft_trainer(nxt)
+    with torch.no_grad():
+        start = trainer2.model.eval()(input_ids=ids).logits  # its LoRA B is zero: the merged model
+    assert (start - expected).abs().max() < 1e-4
+
+
+def test_block_reward_ranks_the_closed_block_first(tiny: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from agentworld.train.probe import BlockReward
+
+    tok = AutoTokenizer.from_pretrained(tiny)
+    reward = BlockReward(tok)
+    texts = [f"{OBS_OPEN}\nok\n{OBS_CLOSE}", f"{OBS_OPEN}\nno\n", "root@sandbox:/workspace# ls"]
+    ids = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+    exact, partial, other = reward([], texts, ids)
+    assert exact == 2.0 and 1.0 > partial > other >= 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # about a minute on a quiet machine; a shared 2-core box is slower
+def test_gspo_learns_a_learnable_reward(tmp_path: Path) -> None:
+    from agentworld.train.probe import learning_run
+
+    curve = learning_run(tmp_path, [str(EXAMPLES / "trajectories.jsonl")], steps=12)
+    assert len(curve) == 12
+    first, last = sum(curve[:3]) / 3, sum(curve[-3:]) / 3
+    assert last > first, curve  # the reward rises: GSPO learns

@@ -9,7 +9,7 @@ Each build saves its resolved config as ``config.json`` beside the dataset (see
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import field_validator, model_validator
 
@@ -72,10 +72,24 @@ class SFTConfig(CommonConfig):
     scorer: str = opt("rules", "Scorer: 'rules' (offline rule scorer) or 'llm' (LLM judge).")
     judge_backend: str = opt("openai", "Backend spec of the LLM judge (scorer: llm), e.g. openai:MODEL@URL.")
     judge_options: dict[str, Any] = opt({}, "More options of the judge backend, KEY: VALUE.")
-    threshold: float = opt(3.0, "Minimum judge total (1-5 mean) for a rollout to be kept.")
+    threshold: float = opt(4.0, "Minimum judge total (1-5 mean) for a rollout to be kept.")
+    min_determined: float = opt(
+        1.0, "Share of the real observation's determined content (what the session already fixes: echoed commands, "
+        "files read back, typed values) a rollout must reproduce exactly."
+    )
+    min_completeness: float = opt(
+        0.95, "Share of the real observation's lines (mcp: JSON leaves) a rollout must reproduce (exactly or token F1 >= 0.8)."
+    )
+    min_precision: float = opt(0.95, "Share of the rollout's lines that the real observation has: invented output is wrong.")
+    reasoning: Literal["keep", "drop", "require"] = opt(
+        "keep", "Reasoning in targets: keep the rollout's <think> block when it has one, drop it, or require it "
+        "(rollouts without one are rejected)."
+    )
+    target: Literal["truth", "rollout"] = opt(
+        "truth", "Observation in the target: the real one (after the accepted rollout's reasoning) or the rollout's own."
+    )
     turn_policy: str = opt("spread", "Which turns become queries: all, spread or random.")
     max_queries: int = opt(0, "Stop after this many queries (0 = all).")
-    require_reasoning: bool = opt(False, "Reject rollouts without a reasoning block.")
 
     @field_validator("backend", "judge_backend")
     @classmethod

@@ -3,10 +3,16 @@
 Each query is one turn of a training trajectory (chosen by a turn policy) under a
 system prompt whose wording variant is drawn per query. A world model produces ``k``
 rollouts; a scorer (the offline rule scorer or an LLM judge) compares each with the
-real observation; the best rollout whose total reaches the threshold becomes the
-target: its reasoning inside ``<think>`` and its observation inside the observation
-block. Every query's outcome is logged as soon as it is judged, so a killed run resumes
-where it stopped; a query whose every call failed is not logged and is retried.
+real observation. A mean score is not enough to accept a rollout: one that dropped real
+output lines still averaged 4.6/5 on the rule scorer. So a rollout is accepted only when
+its total reaches the threshold *and* its content checks out against the real
+observation: it reproduces the content the session already determines, most of the real
+lines, and little that the real observation lacks. The best accepted rollout becomes the
+target under the output contract: its reasoning inside ``<think>`` (kept, dropped or
+required), then the observation block -- the real observation by default (``target:
+truth``), or the rollout's own. Every query's outcome is logged as soon as it is judged,
+so a killed run resumes where it stopped; a query whose every call failed is not logged
+and is retried.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from agentworld.data.cpt import Progress, write_report
 from agentworld.data.parquet import write_dataset
 from agentworld.data.resume import ResumeLog
 from agentworld.data.source import prepare
+from agentworld.judge.rules import rules_for, score_observation, unit_recall
 from agentworld.models.base import GenerationConfig, Prediction
 from agentworld.prompts import NUM_VARIANTS, format_observation, sample_messages, trajectory_system_prompt
 from agentworld.records.bench import BenchSample
@@ -54,7 +61,8 @@ def make_queries(trajs: list[Trajectory], config: SFTConfig) -> list[Query]:
 @dataclass
 class SFTReport:
     per_domain: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
-    """queries, rollouts, valid (parsed), passed (>= threshold), kept, errors, failed_queries."""
+    """queries, rollouts, valid (parsed), passed (accepted), kept, errors, failed_queries and
+    ``rejected_<reason>`` per rejection reason."""
     rows: int = 0
     prepared: dict[str, Any] = field(default_factory=dict)
     output: str = ""
@@ -75,8 +83,54 @@ class SFTReport:
 _ROW_KEYS = ("prompt", "completion", "score", "judge", "trajectory_id", "turn_idx", "variant")
 
 
-def _target(pred: Prediction) -> str:
-    return format_observation(pred.observation or "", pred.reasoning)
+@dataclass(frozen=True)
+class ContentCheck:
+    """How a rollout's observation compares with the real one, measured by the rule scorer's
+    units (lines; mcp: JSON leaves) whatever judge ranks the rollouts."""
+
+    determined: float | None
+    """Share of the determined pieces (fixed by the session) reproduced; None when none."""
+    completeness: float
+    """Share of the real observation's units present (exactly or token F1 >= 0.8)."""
+    precision: float
+    """Share of the rollout's units that the real observation has (same matching)."""
+
+
+def check_content(sample: BenchSample, observation: str) -> ContentCheck:
+    _, details = score_observation(sample, observation)
+    rules = rules_for(sample.domain)
+    precision = unit_recall(rules.units(observation), rules.units(sample.ground_truth), fuzzy=0.8)
+    determined = details["factuality_fraction"] if details["determined_lines"] else None
+    return ContentCheck(determined, details["completeness"], precision)
+
+
+def rejection(
+    sample: BenchSample, pred: Prediction, judgement: Any, config: SFTConfig
+) -> tuple[str | None, ContentCheck | None]:
+    """Why ``pred`` is not an acceptable target (None when it is), and its content check."""
+    if not pred.ok:
+        return f"status_{pred.status}", None
+    if not judgement.ok or judgement.total is None:
+        return "judge_failed", None
+    if config.reasoning == "require" and not pred.reasoning:
+        return "no_reasoning", None
+    check = check_content(sample, pred.observation or "")
+    if judgement.total < config.threshold:
+        return "below_threshold", check
+    if check.determined is not None and check.determined < config.min_determined:
+        return "determined_content_missing", check
+    if check.completeness < config.min_completeness:
+        return "incomplete", check
+    if check.precision < config.min_precision:
+        return "invented_content", check
+    return None, check
+
+
+def make_target(sample: BenchSample, pred: Prediction, config: SFTConfig) -> str:
+    """The assistant text the model learns: optional reasoning, then the observation block."""
+    observation = sample.ground_truth if config.target == "truth" else (pred.observation or "")
+    reasoning = pred.reasoning if config.reasoning != "drop" else None
+    return format_observation(observation, reasoning)
 
 
 async def judge_query(query: Query, wm: Any, scorer: Any, config: SFTConfig) -> dict[str, Any]:
@@ -89,22 +143,22 @@ async def judge_query(query: Query, wm: Any, scorer: Any, config: SFTConfig) -> 
     judgements = await asyncio.gather(*(scorer.score(query.sample, p) for p in preds))
     candidates = []
     best: int | None = None
+    rank: tuple[float, float] = (0.0, 0.0)
     for i, (p, j) in enumerate(zip(preds, judgements, strict=True)):
-        passed = (
-            p.ok
-            and j.ok
-            and j.total is not None
-            and j.total >= config.threshold
-            and (p.reasoning is not None or not config.require_reasoning)
+        why, check = rejection(query.sample, p, j, config)
+        content = None if check is None else {k: v if v is None else round(v, 3) for k, v in vars(check).items()}
+        candidates.append(
+            {"total": j.total, "status": str(p.status), "error": p.error, "passed": why is None, "reject": why,
+             "content": content}
         )
-        candidates.append({"total": j.total, "status": str(p.status), "error": p.error, "passed": passed})
-        if passed and (best is None or j.total > judgements[best].total):
-            best = i
+        # the judge's total ranks the accepted rollouts; completeness breaks ties
+        if why is None and check is not None and (best is None or (j.total, check.completeness) > rank):
+            best, rank = i, (j.total, check.completeness)
     rec: dict[str, Any] = {"domain": query.sample.domain, "candidates": candidates, "kept": best is not None}
     if best is not None:
         rec.update(
             prompt=sample_messages(query.sample),
-            completion=[{"role": "assistant", "content": _target(preds[best])}],
+            completion=[{"role": "assistant", "content": make_target(query.sample, preds[best], config)}],
             score=judgements[best].total,
             judge=judgements[best].judge,
             trajectory_id=query.trajectory_id,
@@ -197,6 +251,9 @@ def build_sft(
         counts["errors"] += sum(1 for c in cands if c["error"])
         counts["valid"] += sum(1 for c in cands if c["status"] == "complete" and not c["error"])
         counts["passed"] += sum(1 for c in cands if c["passed"])
+        for c in cands:
+            if c.get("reject"):
+                counts[f"rejected_{c['reject']}"] += 1
         if rec["kept"]:
             counts["kept"] += 1
             rows.append({k: rec[k] for k in _ROW_KEYS} | {"domain": rec["domain"]})

@@ -1,4 +1,5 @@
-"""The ``hf`` backend: a local Hugging Face checkpoint folder, optionally with a PEFT adapter.
+"""The ``hf`` backend: a local Hugging Face checkpoint folder, optionally with a PEFT adapter,
+or a (chained) adapter folder alone, loaded on its recorded base (models/adapter_chain.py).
 
 Concurrent calls are batched (left padding, one ``generate`` per batch) by
 :class:`~agentworld.models._batching.Batcher`. On CUDA the model runs in bf16; on CPU it
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld.models._batching import Batcher
+from agentworld.models.adapter_chain import CHAIN_FILE, AdapterChain, is_adapter_folder, load_chain, read_chain
 from agentworld.models.base import Backend, Completion, GenerationConfig, Message
 
 
@@ -53,35 +55,41 @@ class HFBackend(Backend):
         revision: str | None = None,
     ):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
         self.path = Path(path)
-        if not (self.path / "config.json").exists():
-            raise FileNotFoundError(f"not a Hugging Face checkpoint folder (no config.json): {self.path}")
+        # An adapter folder as path= (a LoRA training stage's output): its recorded base
+        # and earlier stages are merged, then its own adapter.
+        chain = read_chain(self.path) if is_adapter_folder(self.path) else AdapterChain(str(self.path))
+        base = chain.base_path()
+        if not (base / "config.json").exists():
+            raise FileNotFoundError(f"not a Hugging Face checkpoint or adapter folder (no config.json): {self.path}")
         self.adapter = Path(adapter) if adapter else None
-        if self.adapter is not None and not (self.adapter / "adapter_config.json").exists():
-            raise FileNotFoundError(f"not a PEFT adapter folder (no adapter_config.json): {self.adapter}")
+        if self.adapter is not None:
+            if not (self.adapter / "adapter_config.json").exists():
+                raise FileNotFoundError(f"not a PEFT adapter folder (no adapter_config.json): {self.adapter}")
+            # A chained adapter brings its earlier stages; its own base is this backend's path.
+            extra = read_chain(self.adapter) if (self.adapter / CHAIN_FILE).exists() else AdapterChain("", (self.adapter,))
+            chain = AdapterChain(chain.base, (*chain.stages, *extra.stages))
+        self.chain = chain
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.precision = auto_precision(self.device) if precision == "auto" else precision
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be auto or one of {', '.join(PRECISIONS)}")
         options: dict[str, Any] = {"dtype": torch.bfloat16 if self.precision == "bf16" else torch.float32}
-        self.tokenizer = AutoTokenizer.from_pretrained(self.path)
+        tokenizer_dir = self.path if (self.path / "tokenizer_config.json").exists() else base
+        self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        model = AutoModelForCausalLM.from_pretrained(self.path, **options)
-        if self.adapter is not None:
-            from peft import PeftModel
-
-            # Merged once so generation costs the same as the base model.
-            model = PeftModel.from_pretrained(model, self.adapter).merge_and_unload()
+        # Adapters are merged once, so generation costs the same as the base model.
+        model = load_chain(chain, **options)
         self.model = model.to(self.device).eval()
         self._torch = torch
         self.autocast = self.precision == "autocast" and self.device == "cpu"
         self._model_name = model_name or self.path.name
-        base = revision or folder_revision(self.path)
-        self._revision = f"{base}+{folder_revision(self.adapter)}" if self.adapter else base
+        rev = revision or folder_revision(base)
+        self._revision = "+".join([rev, *(folder_revision(s) for s in chain.stages)])
         self.batcher: Batcher[tuple[list[Message], int], list[Completion]] = Batcher(
             self._generate_batch, max_rows=max_batch
         )
@@ -193,10 +201,11 @@ def auto_precision(device: str) -> str:
     slower than bf16 weights in every setting."""
     if device.startswith("cuda"):
         return "bf16"
-    return "bf16" if _cpu_has_native_bf16() else "fp32"
+    return "bf16" if cpu_has_native_bf16() else "fp32"
 
 
-def _cpu_has_native_bf16() -> bool:
+def cpu_has_native_bf16() -> bool:
+    """Whether the CPU flags list native bf16 instructions (Linux; False elsewhere)."""
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:  # not Linux: stay with the safe choice

