@@ -19,9 +19,9 @@ with the same Debian release build the same corpus. Dates are the package's file
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import gzip
 import itertools
-import functools
 import re
 import subprocess
 from collections.abc import Callable, Iterator

@@ -147,7 +147,7 @@ def bash_strict(rng: random.Random) -> T:
     var = rng.choice(["TARGET", "OUTDIR", "RELEASE", "BUCKET"])
     script = (f"#!/bin/bash\nset -euo pipefail\necho \"deploying to ${var}\"\ncp build/app.txt \"${var}/\"\n"
               "echo done\n")
-    return T("bash-strict-mode", f"deploy.sh stops early under set -euo pipefail; find out why and make it run.",
+    return T("bash-strict-mode", "deploy.sh stops early under set -euo pipefail; find out why and make it run.",
              files={"deploy.sh": script, "build/app.txt": "app\n"}, modes={"deploy.sh": 0o755}, category="errors",
              actions=[
                  cmd("./deploy.sh; echo exit=$?"), cmd("bash -n deploy.sh && echo syntax ok"),
