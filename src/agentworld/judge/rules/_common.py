@@ -100,14 +100,7 @@ def ws_tokens(text: str) -> list[str]:
 
 def multiset_f1(pred: list[str], truth: list[str]) -> float:
     """F1 of two multisets (1.0 when both are empty)."""
-    p, t = Counter(pred), Counter(truth)
-    if not p and not t:
-        return 1.0
-    common = sum((p & t).values())
-    if not common:
-        return 0.0
-    precision, recall = common / sum(p.values()), common / sum(t.values())
-    return 2 * precision * recall / (precision + recall)
+    return counts_f1(Counter(pred), Counter(truth))
 
 
 def altered_share(pred_units: list[str], truth_units: list[str]) -> tuple[float, list[str]]:
