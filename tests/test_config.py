@@ -124,7 +124,7 @@ def test_backend_specs_in_configs_are_checked_at_their_line(tmp_path: Path) -> N
     bad.write_text("backend: hf:ckpt\nbackend_options:\n  max_batch: lots\n")
     with pytest.raises(ConfigError, match=r"max_batch='lots' of the hf backend must be an integer"):
         SFTConfig.from_yaml(bad)
-    with pytest.raises(ConfigError, match=r"unknown backend 'vllm'.*openai, hf, smol, retrieval"):
+    with pytest.raises(ConfigError, match=r"unknown backend 'vllm'.*openai, hf, smol, llamacpp, retrieval"):
         load_train_config("gspo", None, {"judge_backend": "vllm:m"})
 
 

@@ -17,7 +17,9 @@ from agentworld.records.bench import BenchSample
 from agentworld.records.select import make_sample
 from agentworld.records.trajectory import read_trajectories
 
-LOCAL = Path(__file__).parents[1] / "benchmarks" / "local" / "trajectories" / "terminal.jsonl"
+# A trajectory recorded in the real terminal sandbox, kept as a fixture so that
+# re-recording the local benchmark never changes what these tests check.
+LOCAL = Path(__file__).parent / "fixtures" / "recorded" / "terminal-train-6.jsonl"
 
 
 @pytest.fixture(scope="module")

@@ -100,7 +100,10 @@ def check_content(sample: BenchSample, observation: str) -> ContentCheck:
     _, details = score_observation(sample, observation)
     rules = rules_for(sample.domain)
     precision = unit_recall(rules.units(observation), rules.units(sample.ground_truth), fuzzy=0.8)
-    determined = details["factuality_fraction"] if details["determined_lines"] else None
+    # The share reproduced, not the factuality score: that one also charges contradictions,
+    # which precision measures here.
+    pieces = rules.determined(sample)
+    determined = sum(rules.found(u, observation) for u in pieces) / len(pieces) if pieces else None
     return ContentCheck(determined, details["completeness"], precision)
 
 

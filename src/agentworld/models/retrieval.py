@@ -340,8 +340,7 @@ def load_turns(source: Path, *, trajectories_only: bool = False) -> dict[str, li
             for s in read_jsonl(path, BenchSample).items:
                 # Only complete (action, observation) turns: one list may run past the other.
                 pairs = [(as_text(a), strip_marker(as_text(o))) for a, o in zip(s.prompt, s.response, strict=False)]
-                traj_id = str(getattr(s, "trajectory_id", None) or str(s.id).rsplit(":", 1)[0])
-                _add(out, seen, s.domain, pairs, [None] * len(pairs), traj_id)
+                _add(out, seen, s.domain, pairs, [None] * len(pairs), s.trajectory)
         else:
             for traj in read_jsonl(path, Trajectory).items:
                 if traj.provenance.split == "test":

@@ -77,7 +77,7 @@ def to_prediction(
 def sample_trajectory(sample: BenchSample) -> str:
     """The id of the trajectory a sample evaluates: its ``trajectory_id`` key, else its
     id without the ``:TURN`` suffix (``make_sample`` writes ``TRAJ:TURN``)."""
-    return str(getattr(sample, "trajectory_id", None) or str(sample.id).rsplit(":", 1)[0])
+    return sample.trajectory
 
 
 class WorldModel:

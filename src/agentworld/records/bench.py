@@ -71,6 +71,12 @@ class BenchSample(BaseModel):
         return f"{self.domain}/{self.id}/{self.turn_idx}"
 
     @property
+    def trajectory(self) -> str:
+        """The id of the trajectory this sample evaluates: its ``trajectory_id`` key (an
+        extra field of recorded samples), else its id without the ``:TURN`` suffix."""
+        return str((self.model_extra or {}).get("trajectory_id") or str(self.id).rsplit(":", 1)[0])
+
+    @property
     def action(self) -> str:
         return as_text(self.current_prompt)
 
