@@ -25,7 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-DIMENSIONS = ("format", "factuality", "consistency", "realism", "quality")
+from agentworld.bench.report import fmt
+from agentworld.records.verdict import DIMENSIONS
 
 
 def default_models(index: Path) -> list[str]:
@@ -57,8 +58,9 @@ def score_model(name: str, spec: str, args: argparse.Namespace, out: Path) -> di
     return json.loads((out / f"{name}.report" / "scores.json").read_text())
 
 
-def fmt(cell: dict | None) -> str:
-    return "-" if not cell or cell.get("score") is None else f"{cell['score']:.1f}"
+def cell(c: dict | None) -> str:
+    """A score cell of scores.json (0-100), or ``-`` when the model has none there."""
+    return fmt((c or {}).get("score"))
 
 
 def tables(results: dict[str, dict]) -> str:
@@ -71,15 +73,15 @@ def tables(results: dict[str, dict]) -> str:
         for name, rep in results.items():
             for g in rep["groups"]:
                 if g["judge"] == judge:
-                    cells = [fmt(g["domains"].get(d, {}).get("total")) for d in domains]
-                    lines.append(f"| {name} | " + " | ".join([*cells, fmt(g["overall"]["total"])]) + " |")
+                    cells = [cell(g["domains"].get(d, {}).get("total")) for d in domains]
+                    lines.append(f"| {name} | " + " | ".join([*cells, cell(g["overall"]["total"])]) + " |")
         lines += [f"\n### Dimensions, all domains ({judge})\n", "| model | " + " | ".join(DIMENSIONS) + " |"]
         lines.append("|---" * (len(DIMENSIONS) + 1) + "|")
         for name, rep in results.items():
             for g in rep["groups"]:
                 if g["judge"] == judge:
                     dims = g["overall"]["dimensions"]
-                    lines.append(f"| {name} | " + " | ".join(fmt(dims.get(d)) for d in DIMENSIONS) + " |")
+                    lines.append(f"| {name} | " + " | ".join(cell(dims.get(d)) for d in DIMENSIONS) + " |")
     agreement = [(n, a) for n, r in results.items() for a in r.get("agreement", [])]
     if agreement:
         lines += ["\n### Judge vs rules (Spearman on sample totals)\n", "| model | judges | n | rho |", "|---|---|---|---|"]

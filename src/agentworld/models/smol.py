@@ -173,17 +173,13 @@ def pick_engine(engine: str = "auto", **options: object) -> str:
     asks for it."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-    has_llamacpp = llamacpp_installed()
-    if engine == "llamacpp":
-        if not has_llamacpp:
-            raise ImportError("engine=llamacpp needs llama-cpp-python: pip install 'agentworld[llamacpp]'",
-                              name="llama_cpp")
-        if given := [k for k in _HF_ONLY if options.get(k) is not None]:
-            raise ValueError(f"option {given[0]} applies to engine=hf only")
-        return engine
-    if engine == "hf":
-        return engine
-    return "hf"
+    if engine != "llamacpp":
+        return "hf"
+    if not llamacpp_installed():
+        raise ImportError("engine=llamacpp needs llama-cpp-python: pip install 'agentworld[llamacpp]'", name="llama_cpp")
+    if given := [k for k in _HF_ONLY if options.get(k) is not None]:
+        raise ValueError(f"option {given[0]} applies to engine=hf only")
+    return engine
 
 
 class SmolBackend(Backend):
