@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 
 import pytest
+from _android_adb import SERIAL, adb_log, device_commands, fake_adb
 from typer.testing import CliRunner
 
-from _android_adb import SERIAL, adb_log, device_commands, fake_adb
 from agentworld.cli import app
 from agentworld.envs import check_env
 from agentworld.envs.android import AdbUnavailable, connect, parse_uiautomator, render

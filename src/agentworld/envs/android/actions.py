@@ -49,6 +49,19 @@ def _int(value: Any) -> int | None:
     return None
 
 
+def _placement(data: dict[str, Any]) -> dict[str, Any] | str:
+    """``element`` / ``x`` and ``y`` of an action, checked (None where absent)."""
+    element = data.get("element")
+    if element is not None and _int(element) is None:
+        return f"element {element!r} is not an element id (an integer)"
+    x, y = data.get("x"), data.get("y")
+    if (x is None) != (y is None):
+        return "give both x and y, or an element"
+    if x is not None and not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in (x, y)):
+        return f"x and y are screen pixels (non-negative numbers), not {x!r}, {y!r}"
+    return {"element": _int(element), "x": None if x is None else int(x), "y": None if y is None else int(y)}
+
+
 def parse_action(text: str) -> Gesture | str:
     """The action as a :class:`Gesture`, or why it is not one (a message for the agent)."""
     try:
@@ -60,17 +73,11 @@ def parse_action(text: str) -> Gesture | str:
     kind = data["action"]
     if kind not in KINDS:
         return f"unknown action {kind!r} (actions: {', '.join(KINDS)})"
-    element = data.get("element")
-    if element is not None and _int(element) is None:
-        return f"element {element!r} is not an element id (an integer)"
-    x, y = data.get("x"), data.get("y")
-    if (x is None) != (y is None):
-        return "give both x and y, or an element"
-    if x is not None and (not isinstance(x, int | float) or not isinstance(y, int | float) or isinstance(x, bool)
-                          or isinstance(y, bool) or x < 0 or y < 0):
-        return f"x and y are screen pixels (non-negative numbers), not {x!r}, {y!r}"
-    g = {"kind": kind, "element": _int(element), "x": None if x is None else int(x), "y": None if y is None else int(y)}
-    placed = element is not None or x is not None
+    g = _placement(data)
+    if isinstance(g, str):
+        return g
+    g["kind"] = kind
+    placed = g["element"] is not None or g["x"] is not None
     if kind in ("tap", "long_press") and not placed:
         return f'{kind} needs an "element" id or "x" and "y"'
     if kind == "swipe":
@@ -105,6 +112,16 @@ def action_json(**fields: Any) -> str:
 _OPPOSITE = {"up": "down", "down": "up", "left": "right", "right": "left"}
 
 
+_SIMPLE = {"navigate_back": "back", "navigate_home": "home"}
+
+
+def _point(raw: dict[str, Any], kind: str) -> dict[str, int]:
+    x, y = raw.get("x"), raw.get("y")
+    if not isinstance(x, int | float) or not isinstance(y, int | float):
+        raise ValueError(f"{kind} needs numeric 'x' and 'y', not {x!r}, {y!r}")
+    return {"x": int(x), "y": int(y)}
+
+
 def from_android_control(raw: Any) -> str:
     """An AndroidControl action dictionary (or its JSON text) in the domain's format.
 
@@ -119,16 +136,10 @@ def from_android_control(raw: Any) -> str:
         raise ValueError("an AndroidControl action is an object with an 'action_type'")
     kind = raw["action_type"]
 
-    def point() -> dict[str, int]:
-        x, y = raw.get("x"), raw.get("y")
-        if not isinstance(x, int | float) or not isinstance(y, int | float):
-            raise ValueError(f"{kind} needs numeric 'x' and 'y', not {x!r}, {y!r}")
-        return {"x": int(x), "y": int(y)}
-
-    if kind == "click":
-        return action_json(action="tap", **point())
-    if kind == "long_press":
-        return action_json(action="long_press", **point())
+    if kind in _SIMPLE:
+        return action_json(action=_SIMPLE[kind])
+    if kind in ("click", "long_press"):
+        return action_json(action="tap" if kind == "click" else "long_press", **_point(raw, kind))
     if kind == "scroll":
         direction = raw.get("direction")
         if direction not in _OPPOSITE:
@@ -145,13 +156,10 @@ def from_android_control(raw: Any) -> str:
             raise ValueError(f"{kind} needs a 'text' string")
         if kind == "input_text":
             return action_json(action="type", text=text)
-        return action_json(action="type", text=text, **point(), enter=True)
-    if kind == "navigate_back":
-        return action_json(action="back")
-    if kind == "navigate_home":
-        return action_json(action="home")
+        return action_json(action="type", text=text, **_point(raw, kind), enter=True)
     if kind == "wait":
-        return action_json(action="wait", seconds=raw.get("seconds", 1) if isinstance(raw.get("seconds"), int | float) else 1)
+        seconds = raw.get("seconds")
+        return action_json(action="wait", seconds=seconds if isinstance(seconds, int | float) else 1)
     raise ValueError(f"unknown AndroidControl action_type {kind!r}")
 
 
