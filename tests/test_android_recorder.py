@@ -137,3 +137,21 @@ def test_bad_task_file_names_file_and_line(tmp_path: Path, adb_dir: Path) -> Non
     assert f"{path}:2: actions[0]: unknown action 'fly'" in res.output.replace("\n", "")
     assert f"{path}:3: not JSON" in res.output.replace("\n", "")
     assert adb_log(adb_dir) == []  # nothing reached the device
+
+
+def test_raw_dumps_import_back_as_the_same_trajectory(tmp_path: Path, adb_dir: Path) -> None:
+    from agentworld.data.importers.android import import_android
+
+    out, dumps = tmp_path / "android.jsonl", tmp_path / "dumps"
+    tasks = _task_file(tmp_path, actions=[{"action": "tap", "element": 1}, {"action": "tap", "element": 42},
+                                          {"action": "tap", "element": 5}])
+    res = runner.invoke(app, ["collect", "android", "--tasks", str(tasks), "--out", str(out), "--dumps", str(dumps),
+                              "--settle", "0"])
+    assert res.exit_code == 0, res.output
+    [rec] = read_trajectories(out).items
+    assert rec.turns[1].observation.startswith("Error: no element 42")  # the screen stayed: no dump for it
+    assert sorted(p.name for p in (dumps / "alarm-1").iterdir()) == ["0.xml", "1.xml", "2.xml", "episode.json"]
+    [imp] = import_android([dumps], "uiautomator").trajectories
+    assert imp.initial_state.split("\n", 1)[1] == rec.initial_state.split("\n", 1)[1]
+    assert [t.observation for t in imp.turns] == [rec.turns[0].observation, rec.turns[2].observation]
+    assert [t.action for t in imp.turns] == [rec.turns[0].action, rec.turns[2].action]

@@ -13,8 +13,6 @@ the screen that follows is recorded. A rerun records only the ids the output lac
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,80 +20,6 @@ import typer
 
 from agentworld.cli._common import console, fail
 from agentworld.cli.collect._app import OUT_DIR, BenchDir, Out, app, run_and_report
-
-
-@dataclass(frozen=True)
-class AndroidTask:
-    """One line of the task file."""
-
-    id: str
-    task: str
-    actions: list[str]
-    app: str | None = None
-    split: str = "train"
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def read_tasks(path: Path) -> list[AndroidTask]:
-    """The task file; a bad line is an error naming ``file:line`` (nothing is recorded)."""
-    from agentworld.envs.android.actions import parse_action
-
-    tasks: list[AndroidTask] = []
-    problems: list[str] = []
-    with path.open("rb") as fh:
-        for n, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                data = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                problems.append(f"{where}: not JSON ({exc})")
-                continue
-            if not isinstance(data, dict):
-                problems.append(f"{where}: a task is a JSON object")
-                continue
-            tid, text, acts = data.get("id"), data.get("task", ""), data.get("actions")
-            if not isinstance(tid, str | int) or isinstance(tid, bool) or not str(tid):
-                problems.append(f"{where}: 'id' (a string) is missing")
-            elif not isinstance(text, str):
-                problems.append(f"{where}: 'task' is not a string")
-            elif not isinstance(acts, list) or not acts:
-                problems.append(f"{where}: 'actions' is not a non-empty list of actions")
-            elif data.get("split", "train") not in ("train", "test"):
-                problems.append(f"{where}: 'split' is {data.get('split')!r}, not train or test")
-            elif data.get("app") is not None and not isinstance(data.get("app"), str):
-                problems.append(f"{where}: 'app' is not a string")
-            else:
-                texts = [a if isinstance(a, str) else json.dumps(a, ensure_ascii=False) for a in acts]
-                bad = [(i, p) for i, a in enumerate(texts) if isinstance(p := parse_action(a), str)]
-                if bad:
-                    problems.append(f"{where}: actions[{bad[0][0]}]: {bad[0][1]}")
-                elif str(tid) in {t.id for t in tasks}:
-                    problems.append(f"{where}: id {tid!r} appears twice (ids are the resume key)")
-                else:
-                    tasks.append(AndroidTask(id=str(tid), task=text, actions=texts, app=data.get("app"),
-                                             split=data.get("split", "train")))
-    if problems:
-        raise ValueError("\n".join(problems[:20]))
-    return tasks
-
-
-def record_task(env: Any, task: AndroidTask, *, job_id: str) -> Any:
-    """One episode: reset (home, then the task's app), every action, the trajectory."""
-    from agentworld.envs.record import RecordTurns
-    from agentworld.records.trajectory import Provenance
-
-    rec = RecordTurns(env)
-    rec.reset(options={"task": task.task, "app": task.app})
-    for action in task.actions:
-        res = rec.step(action)
-        if res.terminated or res.truncated:
-            break
-    info = env.device_info()
-    prov = Provenance(source="real", environment=f"android/{info['manufacturer']} {info['model']}".strip(),
-                      task=task.id, agent="scripted", device=info, recorded_from="device")
-    return rec.trajectory(trajectory_id=job_id, provenance=prov)
 
 
 @app.command("android")
@@ -109,6 +33,9 @@ def collect_android(
                                                        help="An app name the actions use and its package (repeatable).")] = None,
     settle: Annotated[float, typer.Option(help="Seconds to wait after a gesture before reading the screen.")] = 1.0,
     adb: Annotated[str | None, typer.Option(help="The adb executable (default: adb on PATH).")] = None,
+    dumps: Annotated[Path | None, typer.Option(help=(
+        "Also keep the raw uiautomator dumps: DIR/<id>/<n>.xml + episode.json, which "
+        "`agentworld data import android --format uiautomator` reads back."))] = None,
 ) -> None:
     """Record android episodes on a device or emulator: each action runs over adb and the
     screen's view hierarchy (uiautomator dump) that follows is recorded as HTML-like elements.
@@ -117,6 +44,7 @@ def collect_android(
     """
     from agentworld.envs.android.adb import AdbUnavailable, connect
     from agentworld.envs.android.env import AndroidEnv
+    from agentworld.envs.android.record import read_tasks, record_task
     from agentworld.envs.collect import EpisodeJob
 
     apps = {}
@@ -141,7 +69,7 @@ def collect_android(
     def run_one(job: Any) -> Any:
         env = AndroidEnv(device=device, settle_s=settle, apps=apps)
         with env:
-            return record_task(env, by_id[job.job_id], job_id=job.job_id)
+            return record_task(env, by_id[job.job_id], job_id=job.job_id, dumps=dumps)
 
     jobs = [EpisodeJob(job_id=t.id, seed=0, split=t.split, task=t.id) for t in episodes]
     # One device: one episode at a time.

@@ -40,6 +40,8 @@ class AndroidEnv(Env):
         self.screen: Rendering | None = None
         self.task = ""
         self.initial_state: str | None = None
+        self.last_dump = ""
+        """The raw uiautomator XML of the screen last read."""
         self._info: dict[str, str] | None = None
 
     def device_info(self) -> dict[str, str]:
@@ -93,8 +95,10 @@ class AndroidEnv(Env):
             time.sleep(delay)
 
     def _read(self) -> Rendering:
-        return render(parse_uiautomator(self.device.dump(), f"{self.device.serial}:uiautomator dump"),
-                      compact=self.compact)
+        xml = self.device.dump()
+        screen = render(parse_uiautomator(xml, f"{self.device.serial}:uiautomator dump"), compact=self.compact)
+        self.last_dump = xml
+        return screen
 
     def resolve_app(self, name: str) -> str:
         """A package for an app name: a package as given, a name from ``apps``, or the one
