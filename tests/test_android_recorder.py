@@ -155,3 +155,49 @@ def test_raw_dumps_import_back_as_the_same_trajectory(tmp_path: Path, adb_dir: P
     assert imp.initial_state.split("\n", 1)[1] == rec.initial_state.split("\n", 1)[1]
     assert [t.observation for t in imp.turns] == [rec.turns[0].observation, rec.turns[2].observation]
     assert [t.action for t in imp.turns] == [rec.turns[0].action, rec.turns[2].action]
+
+
+def _policy_store(path: Path, replies: list[str]) -> Path:
+    """A nearest-neighbour policy: the served retrieval model answers the gesture recorded
+    after the screen most like the one it is shown (hand-made screens, scripted gestures)."""
+    from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
+
+    turns = [Turn(action=_screen(i), observation=reply) for i, reply in enumerate(replies)]
+    write_trajectories(path, [Trajectory(id="policy", domain="android", turns=turns)])
+    return path
+
+
+@pytest.mark.slow
+def test_llm_agent_records_through_a_real_model_server(tmp_path: Path, adb_dir: Path) -> None:
+    from agentworld.envs.android.agent import read_reply
+    from agentworld.launch import launched
+
+    assert read_reply('<predicted_observation>{"action": "back"}</predicted_observation>') == '{"action": "back"}'
+    assert read_reply('I will tap. {"action": "tap"} then {"action": "done"}') == "done"
+    assert read_reply('{"action": "tap"}') is None and read_reply("tap the clock") is None
+    gestures = ['{"action": "tap", "element": 1}', '{"action": "tap", "element": 5}',
+                '{"action": "type", "text": "Gym & swim", "element": 2}', '{"action": "done"}']
+    good = _policy_store(tmp_path / "good.jsonl", gestures)
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "agent-1", "task": "Add an alarm labelled 'Gym & swim'"}) + "\n")
+    out = tmp_path / "android.jsonl"
+    with launched("serve", "--backend", f"retrieval:{good},domain=android") as url:
+        res = runner.invoke(app, ["collect", "android", "--tasks", str(tasks), "--out", str(out), "--settle", "0",
+                                  "--agent", f"openai:nn-policy@{url}/v1"])
+    assert res.exit_code == 0, res.output
+    [traj] = read_trajectories(out).items
+    assert [t.action for t in traj.turns] == gestures[:3]
+    assert [t.observation for t in traj.turns] == [_screen(1), _screen(2), _screen(3)]
+    assert traj.provenance.agent == "nn-policy" and traj.provenance.finished == "done"
+    assert traj.provenance.device["serial"] == SERIAL
+    # A model that never answers with a gesture ends the episode, with nothing sent to the device.
+    bad = _policy_store(tmp_path / "bad.jsonl", ["Let me look at the screen first."] * 4)
+    tasks.write_text(json.dumps({"id": "agent-2", "task": "Add an alarm"}) + "\n")
+    before = len(device_commands(adb_dir))
+    with launched("serve", "--backend", f"retrieval:{bad},domain=android") as url:
+        res = runner.invoke(app, ["collect", "android", "--tasks", str(tasks), "--out", str(out), "--settle", "0",
+                                  "--agent", f"openai:nn-policy@{url}/v1"])
+    assert res.exit_code == 0, res.output
+    agent2 = read_trajectories(out).items[-1]
+    assert agent2.provenance.finished == "invalid_actions" and agent2.turns == []
+    assert device_commands(adb_dir)[before:] == ["input keyevent KEYCODE_HOME"]  # the reset only

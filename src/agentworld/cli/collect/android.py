@@ -1,7 +1,8 @@
 """``agentworld collect android``: record episodes on a real device or emulator over adb.
 
 No emulator runs on the project's machines: the user attaches one (``adb devices``) and
-gives the episodes as a task file, one JSON object a line::
+gives the episodes as a task file (see :mod:`agentworld.envs.android.record`), one JSON
+object a line; the actions are the file's or an LLM agent's (``--agent openai:MODEL@URL``)::
 
     {"id": "alarm-1", "task": "Add an alarm labelled Gym", "app": "com.android.deskclock",
      "split": "train", "actions": [{"action": "tap", "element": 5}, {"action": "type", "text": "Gym"}]}
@@ -19,7 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from agentworld.cli._common import console, fail
-from agentworld.cli.collect._app import OUT_DIR, BenchDir, Out, app, run_and_report
+from agentworld.cli.collect._app import OUT_DIR, AgentOpts, BenchDir, Out, agent_settings, app, run_and_report
 
 
 @app.command("android")
@@ -33,6 +34,11 @@ def collect_android(
                                                        help="An app name the actions use and its package (repeatable).")] = None,
     settle: Annotated[float, typer.Option(help="Seconds to wait after a gesture before reading the screen.")] = 1.0,
     adb: Annotated[str | None, typer.Option(help="The adb executable (default: adb on PATH).")] = None,
+    agent: Annotated[str, typer.Option("--agent", metavar="scripted|SPEC", help=(
+        "`scripted`: the task file's actions; or an LLM agent named by a backend spec, openai:MODEL@URL, "
+        "that reads each screen and chooses the gestures (the tasks' actions are then ignored)."))] = "scripted",
+    agent_opt: AgentOpts = None,
+    max_steps: Annotated[int, typer.Option(help="Agent episodes: most gestures per episode.")] = 20,
     dumps: Annotated[Path | None, typer.Option(help=(
         "Also keep the raw uiautomator dumps: DIR/<id>/<n>.xml + episode.json, which "
         "`agentworld data import android --format uiautomator` reads back."))] = None,
@@ -53,8 +59,14 @@ def collect_android(
         if not sep or not name.strip() or not package.strip():
             raise fail(f"--app {item!r} is not NAME=PACKAGE", "e.g. --app Clock=com.google.android.deskclock")
         apps[name.strip()] = package.strip()
+    settings = agent_settings(agent, agent_opt)
+    config = None
+    if settings is not None:
+        from agentworld.envs.agent import AgentConfig
+
+        config = AgentConfig(**settings, max_turns=max_steps)
     try:
-        episodes = read_tasks(tasks)
+        episodes = read_tasks(tasks, need_actions=config is None)
     except ValueError as exc:
         raise fail(f"bad task file:\n{exc}", "each line: {\"id\": ..., \"task\": ..., \"actions\": [...]}") from None
     if not episodes:
@@ -69,7 +81,7 @@ def collect_android(
     def run_one(job: Any) -> Any:
         env = AndroidEnv(device=device, settle_s=settle, apps=apps)
         with env:
-            return record_task(env, by_id[job.job_id], job_id=job.job_id, dumps=dumps)
+            return record_task(env, by_id[job.job_id], job_id=job.job_id, dumps=dumps, agent=config)
 
     jobs = [EpisodeJob(job_id=t.id, seed=0, split=t.split, task=t.id) for t in episodes]
     # One device: one episode at a time.

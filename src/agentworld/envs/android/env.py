@@ -40,8 +40,8 @@ class AndroidEnv(Env):
         self.screen: Rendering | None = None
         self.task = ""
         self.initial_state: str | None = None
-        self.last_dump = ""
-        """The raw uiautomator XML of the screen last read."""
+        self.dumps: list[str] = []
+        """The raw uiautomator XML of every screen read this episode, in order."""
         self._info: dict[str, str] | None = None
 
     def device_info(self) -> dict[str, str]:
@@ -53,6 +53,7 @@ class AndroidEnv(Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
         options = options or {}
         self.task = str(options.get("task", ""))
+        self.dumps = []
         if options.get("home", True):
             self.device.key("home")
         opened = None
@@ -97,7 +98,7 @@ class AndroidEnv(Env):
     def _read(self) -> Rendering:
         xml = self.device.dump()
         screen = render(parse_uiautomator(xml, f"{self.device.serial}:uiautomator dump"), compact=self.compact)
-        self.last_dump = xml
+        self.dumps.append(xml)
         return screen
 
     def resolve_app(self, name: str) -> str:

@@ -12,11 +12,15 @@ The task file has one JSON object a line::
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from agentworld.envs.agent import AgentConfig
 from agentworld.envs.android.actions import parse_action
+from agentworld.envs.android.agent import run_agent
 from agentworld.envs.android.env import AndroidEnv
 from agentworld.envs.record import RecordTurns
 from agentworld.records.trajectory import Provenance, Trajectory
@@ -33,8 +37,9 @@ class AndroidTask:
     split: str = "train"
 
 
-def read_tasks(path: Path) -> list[AndroidTask]:
-    """The task file; a bad line is an error naming ``file:line`` (nothing is recorded)."""
+def read_tasks(path: Path, *, need_actions: bool = True) -> list[AndroidTask]:
+    """The task file; a bad line is an error naming ``file:line`` (nothing is recorded).
+    Without ``need_actions`` (an agent chooses them) a task may leave ``actions`` out."""
     tasks: list[AndroidTask] = []
     problems: list[str] = []
     with path.open("rb") as fh:
@@ -50,13 +55,15 @@ def read_tasks(path: Path) -> list[AndroidTask]:
             if not isinstance(data, dict):
                 problems.append(f"{where}: a task is a JSON object")
                 continue
-            tid, text, acts = data.get("id"), data.get("task", ""), data.get("actions")
+            tid, text, acts = data.get("id"), data.get("task", ""), data.get("actions", None if need_actions else [])
             if not isinstance(tid, str | int) or isinstance(tid, bool) or not str(tid):
                 problems.append(f"{where}: 'id' (a string) is missing")
             elif not isinstance(text, str):
                 problems.append(f"{where}: 'task' is not a string")
-            elif not isinstance(acts, list) or not acts:
-                problems.append(f"{where}: 'actions' is not a non-empty list of actions")
+            elif not isinstance(acts, list) or (need_actions and not acts):
+                problems.append(f"{where}: 'actions' is not a non-empty list of actions (or record with --agent)")
+            elif not need_actions and not text.strip():
+                problems.append(f"{where}: 'task' is empty: the agent needs the task")
             elif data.get("split", "train") not in ("train", "test"):
                 problems.append(f"{where}: 'split' is {data.get('split')!r}, not train or test")
             elif data.get("app") is not None and not isinstance(data.get("app"), str):
@@ -76,26 +83,29 @@ def read_tasks(path: Path) -> list[AndroidTask]:
     return tasks
 
 
-def record_task(env: AndroidEnv, task: AndroidTask, *, job_id: str, dumps: Path | None = None) -> Trajectory:
-    """One episode: reset (home, then the task's app), every action, the trajectory.
-    With ``dumps``, the raw screens go to ``dumps/<job_id>/`` (see :func:`write_dumps`)."""
-    rec = RecordTurns(env)
-    rec.reset(options={"task": task.task, "app": task.app})
-    raw = [env.last_dump]
-    moved: list[str] = []
-    for action in task.actions:
-        res = rec.step(action)
-        if "elements" in res.info:  # the screen was read again after this action
-            raw.append(env.last_dump)
-            moved.append(action)
-        if res.terminated or res.truncated:
-            break
+def record_task(env: AndroidEnv, task: AndroidTask, *, job_id: str, dumps: Path | None = None,
+                agent: AgentConfig | None = None) -> Trajectory:
+    """One episode: reset (home, then the task's app), then the task's actions, or the
+    LLM ``agent``'s when given. With ``dumps``, the raw screens go to ``dumps/<job_id>/``
+    (see :func:`write_dumps`)."""
     info = env.device_info()
-    prov = Provenance(source="real", environment=f"android/{info['manufacturer']} {info['model']}".strip(),
-                      task=task.id, agent="scripted", device=info, recorded_from="device")
+    prov: dict[str, Any] = {"source": "real", "recorded_from": "device", "device": info, "task": task.id,
+                            "environment": f"android/{info['manufacturer']} {info['model']}".strip()}
+    if agent is not None:
+        traj = asyncio.run(run_agent(env, task.task, agent, trajectory_id=job_id, app=task.app, provenance=prov))
+    else:
+        rec = RecordTurns(env)
+        rec.reset(options={"task": task.task, "app": task.app})
+        for action in task.actions:
+            res = rec.step(action)
+            if res.terminated or res.truncated:
+                break
+        traj = rec.trajectory(trajectory_id=job_id, provenance=Provenance(**prov, agent="scripted"))
     if dumps is not None:
-        write_dumps(dumps / job_id, task, raw, moved, info)
-    return rec.trajectory(trajectory_id=job_id, provenance=prov)
+        # Turns that read the screen again carry its element count; error turns do not.
+        moved = [t.action for t in traj.turns if "elements" in t.metadata]
+        write_dumps(dumps / job_id, task, env.dumps, moved, info)
+    return traj
 
 
 def write_dumps(folder: Path, task: AndroidTask, raw: list[str], actions: list[str], device: dict[str, str]) -> None:
