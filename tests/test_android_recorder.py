@@ -102,6 +102,9 @@ def test_env_keeps_the_contract_and_reports_bad_actions(adb_dir: Path) -> None:
     assert env.step('{"action": "type"}').observation == 'Error: type needs a "text" string'
     assert env.step("tap the clock").observation.startswith("Error: the action is not JSON")
     assert env.step('{"action": "open_app", "name": "maps"}').observation == "Error: no installed app matches 'maps'"
+    sent = len(device_commands(adb_dir))
+    res = env.step('{"action": "type", "text": "café", "element": 1}')
+    assert res.observation == "Error: 'input text' types ASCII only" and len(device_commands(adb_dir)) == sent
     env.close()
 
 

@@ -152,13 +152,20 @@ class Device:
     def long_press(self, x: int, y: int, duration_ms: int = 1000) -> None:
         self.swipe(x, y, x, y, duration_ms)  # a swipe that stays put is a long press
 
+    @staticmethod
+    def check_text(text: str) -> None:
+        """Raise ``ValueError`` for text ``input text`` cannot type."""
+        if not text.isascii():
+            raise ValueError("'input text' types ASCII only")
+        if "%s" in text:
+            raise ValueError("'input text' cannot type the two characters %s (it reads them as a space)")
+
     def type_text(self, text: str) -> None:
         # `input text` reads %s as a space and takes no spaces itself; the quoting is for
         # the device's shell, which reads this command line.
-        if not text.isascii():
-            raise ValueError("'input text' types ASCII only")
+        self.check_text(text)
         if text:
-            self.shell("input text " + shlex.quote(text.replace("%", "\\%").replace(" ", "%s")))
+            self.shell("input text " + shlex.quote(text.replace(" ", "%s")))
 
     def key(self, name: str) -> None:
         self.shell(f"input keyevent {KEYCODES[name]}")

@@ -149,6 +149,7 @@ class AndroidEnv(Env):
             (d.tap if g.kind == "tap" else d.long_press)(x, y)
             return {"x": x, "y": y}
         if g.kind == "type":
+            d.check_text(g.text or "")  # before the tap: a refused text leaves the screen as it was
             placed = g.element is not None or g.x is not None
             point = self._point(g) if placed else None
             if point:
