@@ -66,3 +66,12 @@ def test_units_are_elements_whatever_the_layout() -> None:
     indented = _screen(2)
     one_line = indented.replace("\n", "").replace("  ", "")
     assert rules.units(indented) == rules.units(one_line) and len(rules.units(indented)) == 5
+
+
+def test_prediction_parser_keeps_the_markup() -> None:
+    from agentworld import parse_prediction
+
+    screen = _screen(3)
+    wrapped = f"<think>the label was typed</think><predicted_observation>**Environment Observation:**\n{screen}</predicted_observation>"
+    assert (parse_prediction(wrapped).status, parse_prediction(wrapped).observation) == (Status.complete, screen)
+    assert parse_prediction(screen).observation == screen  # untagged: kept, as the published parser does
