@@ -110,6 +110,11 @@ def test_readers_reject_what_they_cannot_read() -> None:
         parse_uiautomator('<hierarchy><node class="a" bounds="wide"/></hierarchy>', "d.xml")
     with pytest.raises(HierarchyError, match="root element is <html>"):
         parse_uiautomator("<html/>", "d.xml")
+    chain = [{"unique_id": i, "child_ids": [i + 1]} for i in range(300)] + [{"unique_id": 300}]
+    with pytest.raises(HierarchyError, match="nested more than 200 levels"):
+        parse_forest({"windows": [{"tree": {"nodes": chain}}]})
+    with pytest.raises(HierarchyError, match="nested more than 200 levels"):
+        parse_uiautomator("<hierarchy>" + "<node>" * 300 + "</node>" * 300 + "</hierarchy>", "deep.xml")
     with pytest.raises(HierarchyError, match="cycle"):
         parse_forest({"windows": [{"tree": {"nodes": [{"unique_id": 1, "child_ids": [2]},
                                                       {"unique_id": 2, "child_ids": [1]}]}}]})

@@ -24,6 +24,10 @@ FLAGS = ("checkable", "checked", "clickable", "enabled", "focusable", "focused",
 """Boolean node properties, in uiautomator's spelling."""
 
 
+MAX_DEPTH = 200
+"""Deeper nesting is refused (real screens stay far below; the readers recurse)."""
+
+
 class HierarchyError(ValueError):
     """A view hierarchy that cannot be read; the message says where."""
 
@@ -115,11 +119,13 @@ def parse_uiautomator(xml: str | bytes, source: str = "<dump>") -> Screen:
     return Screen(roots=roots, rotation=rotation)
 
 
-def _xml_tree(elem: ET.Element, where: str) -> ViewNode:
+def _xml_tree(elem: ET.Element, where: str, depth: int = 0) -> ViewNode:
+    if depth > MAX_DEPTH:
+        raise HierarchyError(f"{where}: nested more than {MAX_DEPTH} levels deep")
     if elem.tag != "node":
         raise HierarchyError(f"{where}: unexpected element <{elem.tag}> in a view hierarchy")
     node = _xml_node(elem.attrib, where)
-    node.children = [_xml_tree(c, f"{where}/{i}") for i, c in enumerate(elem)]
+    node.children = [_xml_tree(c, f"{where}/{i}", depth + 1) for i, c in enumerate(elem)]
     return node
 
 
@@ -227,13 +233,15 @@ def _forest_tree(nodes: list[Any], where: str) -> list[ViewNode]:
 
 
 def _check_acyclic(roots: list[ViewNode], total: int, where: str) -> None:
-    seen, stack = 0, list(roots)
+    seen, stack = 0, [(r, 0) for r in roots]
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
         seen += 1
         if seen > total:
             raise HierarchyError(f"{where}: child_ids form a cycle or share a child")
-        stack.extend(node.children)
+        if depth > MAX_DEPTH:
+            raise HierarchyError(f"{where}: nested more than {MAX_DEPTH} levels deep")
+        stack.extend((c, depth + 1) for c in node.children)
 
 
 # -- nested JSON (RICO view hierarchies) --------------------------------------------------
@@ -251,8 +259,8 @@ def parse_nested(data: Any, where: str = "hierarchy") -> Screen:
 
 
 def _nested_node(raw: Any, where: str, depth: int) -> ViewNode:
-    if depth > 200:
-        raise HierarchyError(f"{where}: nested more than 200 levels deep")
+    if depth > MAX_DEPTH:
+        raise HierarchyError(f"{where}: nested more than {MAX_DEPTH} levels deep")
     if not isinstance(raw, dict):
         raise HierarchyError(f"{where}: a node is an object")
     bounds = raw.get("bounds")
