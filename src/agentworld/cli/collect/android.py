@@ -1,15 +1,9 @@
 """``agentworld collect android``: record episodes on a real device or emulator over adb.
 
 No emulator runs on the project's machines: the user attaches one (``adb devices``) and
-gives the episodes as a task file (see :mod:`agentworld.envs.android.record`), one JSON
-object a line; the actions are the file's or an LLM agent's (``--agent openai:MODEL@URL``)::
-
-    {"id": "alarm-1", "task": "Add an alarm labelled Gym", "app": "com.android.deskclock",
-     "split": "train", "actions": [{"action": "tap", "element": 5}, {"action": "type", "text": "Gym"}]}
-
-``app`` (optional) is opened after pressing home; ``split`` is ``train`` (default) or
-``test`` (held out: benchmark samples in --bench-dir). Each action runs on the device and
-the screen that follows is recorded. A rerun records only the ids the output lacks.
+gives the episodes as a task file (its lines: :mod:`agentworld.envs.android.record`); the
+actions are the file's or an LLM agent's (``--agent openai:MODEL@URL``). A rerun records
+only the ids the output lacks.
 """
 
 from __future__ import annotations
