@@ -39,6 +39,7 @@ def test_androidcontrol_episodes(tmp_path: Path) -> None:
         {"action": "tap", "x": 870, "y": 2180},
         {"action": "type", "text": "Groceries", "x": 540, "y": 300, "enter": True}]
     assert t.turns[0].metadata["step_instruction"] == "Tap New note"
+    assert t.turns[0].metadata["element"] == 2 and t.turns[1].metadata["element"] == 1  # the button, the field
     assert '<button id="2" class="Button" clickable="true" bounds="[700,2100][1040,2260]">New note</button>' in t.initial_state
     # camelCase proto JSON reads like snake_case; the typed title shows as the field's value
     assert '<input id="1" class="EditText" hint="Title" value="Groceries" clickable="true" focused="true"' in t.turns[1].observation

@@ -78,7 +78,15 @@ def import_android(paths: list[str | Path], fmt: str, *, strict: bool = False, c
 
 def _trajectory(traj_id: str, fmt: str, source: str, goal: str, screens: list[Screen], actions: list[str],
                 metadata: list[dict[str, Any]], compact: bool) -> Trajectory:
-    texts = [render(s, compact=compact).text for s in screens]
+    shown = [render(s, compact=compact) for s in screens]
+    texts = [r.text for r in shown]
+    for i, action in enumerate(actions):
+        # A gesture at a point: which element of the screen it was on (datasets record points).
+        g = parse_action(action)
+        if not isinstance(g, str) and g.x is not None and g.y is not None:
+            hit = shown[i].element_at(g.x, g.y)
+            if hit is not None:
+                metadata[i]["element"] = hit.id
     turns = [Turn(action=a, observation=texts[i + 1], metadata=metadata[i]) for i, a in enumerate(actions)]
     return Trajectory(id=traj_id, domain="android", task_description=goal,
                       initial_state=f"The screen shows:\n{texts[0]}",

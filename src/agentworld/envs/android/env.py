@@ -146,8 +146,9 @@ class AndroidEnv(Env):
             return {"opened": d.launch(self.resolve_app(g.name or ""))}
         if g.kind in ("tap", "long_press"):
             x, y = self._point(g)
+            hit = self.screen.element_at(x, y) if g.element is None else None
             (d.tap if g.kind == "tap" else d.long_press)(x, y)
-            return {"x": x, "y": y}
+            return {"x": x, "y": y, **({"element": hit.id} if hit else {})}
         if g.kind == "type":
             d.check_text(g.text or "")  # before the tap: a refused text leaves the screen as it was
             placed = g.element is not None or g.x is not None

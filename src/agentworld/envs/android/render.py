@@ -58,6 +58,18 @@ class Rendering:
     def element(self, index: int) -> Element | None:
         return self.elements[index] if 0 <= index < len(self.elements) else None
 
+    def element_at(self, x: int, y: int) -> Element | None:
+        """The smallest element whose bounds hold the point (the one a tap there hits
+        most likely), or None."""
+        hits = [e for e in self.elements if e.node.bounds is not None
+                and e.node.bounds[0] <= x < e.node.bounds[2] and e.node.bounds[1] <= y < e.node.bounds[3]]
+        return min(hits, key=lambda e: _area(e.node), default=None)
+
+
+def _area(node: ViewNode) -> int:
+    b = node.bounds or (0, 0, 0, 0)
+    return (b[2] - b[0]) * (b[3] - b[1])
+
 
 def tag_of(node: ViewNode) -> str:
     sc = node.short_class
