@@ -108,7 +108,18 @@ def _fictional(tmp_path: Path) -> Setup:
                  ends=True)
 
 
+def _android(tmp_path: Path) -> Setup:
+    # No device here: the stand-in adb of tests/_android_adb.py serves hand-made dumps.
+    from _android_adb import SERIAL, fake_adb
+
+    screens = sorted((Path(__file__).parent / "fixtures" / "android").glob("handmade_clock_*.xml"))
+    exe = fake_adb(tmp_path / "adb", screens)
+    return Setup(kwargs={"serial": SERIAL, "adb_path": str(exe), "settle_s": 0},
+                 actions=['{"action": "tap", "element": 1}', DEFAULT_ACTION])
+
+
 SETUPS: dict[str, Callable[[Path], Setup]] = {
+    "android-v1": _android,
     "terminal-v1": _terminal,
     "swe-v1": _swe,
     "mcp-v1": _mcp,

@@ -11,6 +11,7 @@ from rich import box
 from rich.table import Table
 
 from agentworld.cli._common import console, fail, out, progress, report_line_errors
+from agentworld.cli.data_import import app as import_app
 from agentworld.jsonl import JsonlError
 from agentworld.records.bench import reencode_bench_dir
 from agentworld.records.select import TurnPolicy
@@ -28,6 +29,7 @@ class DataFormat(StrEnum):
 
 
 app = typer.Typer(help="Convert trajectories to benchmark samples, inspect datasets, build training sets.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
 
 
 @app.command()

@@ -128,6 +128,8 @@ _REGISTRY: dict[str, Callable[..., Env] | str] = {
     "mcp-v1": "agentworld.envs.mcp.env:McpEnv",
     "search-v1": "agentworld.envs.search.env:SearchEnv",
     "swe-v1": "agentworld.envs.swe.env:SweEnv",
+    # A device or emulator over adb (kwargs: serial, adb_path...); none runs on our machines.
+    "android-v1": "agentworld.envs.android.env:AndroidEnv",
     # The simulator (kwargs: world_model, scenario...) and the fictional-world search
     # environment (kwargs: world, question...), made like any real environment.
     "sim-v1": "agentworld.sim.env:SimEnv",

@@ -1,0 +1,1 @@
+"""Importers: public trajectory datasets read into our trajectory records."""
