@@ -1,0 +1,96 @@
+"""openenv-core's real clients drive the simulator and the real terminal env over loopback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from openenv.core import GenericEnvClient
+from test_sim_fixtures import ServerThread, ks, screen
+
+from agentworld.envs import make
+from agentworld.serving import ServerPolicy
+from agentworld.sim import Scenario
+from agentworld.sim.openenv import AgentWorldClient, TextAction, TextObservation, openenv_app
+from agentworld.sim.server import create_app
+from agentworld.sim.sessions import EnvSessions, Limits, SessionManager
+
+PROMPT = "root@sandbox:/workspace# "
+
+
+def _sim(wm, **limits) -> SessionManager:
+    return SessionManager(wm, Scenario(domain="terminal", first_observation=PROMPT, success_patterns=["^DONE$"]),
+                          limits=Limits(**limits))
+
+
+async def test_generic_client_drives_the_simulator(terminal_wm):
+    manager = _sim(terminal_wm, max_sessions=1)
+    with ServerThread(create_app(manager)) as srv:
+        async with GenericEnvClient(base_url=srv.url) as env:
+            first = await env.reset(seed=3)
+            assert first.observation["text"] == PROMPT and first.done is False and first.reward is None
+            res = await env.step({"text": ks("pwd\n")})  # OpenEnv's action object: the Action's fields
+            assert res.observation["text"] == screen("pwd", "/workspace") and res.done is False and res.reward == 0.0
+            assert res.observation["metadata"]["turn"] == 1
+            state = await env.state()
+            assert state["step_count"] == 1 and state["episode_id"] and state["done"] is False
+            # A second client past the session cap: the server's refusal, with OpenEnv's code field.
+            async with GenericEnvClient(base_url=srv.url) as other:
+                with pytest.raises(RuntimeError, match=r"session cap reached.*\(code: session_cap\)"):
+                    await other.reset()
+        # close() sent OpenEnv's close message: the session is gone, its slot free.
+        assert manager.sessions == {}
+        # The sync wrapper, as a training loop would use it.
+        with GenericEnvClient(base_url=srv.url).sync() as env:
+            assert env.reset().observation["text"] == PROMPT
+            assert env.step({"text": ks("pwd\n")}).observation["text"] == screen("pwd", "/workspace")
+
+
+async def test_typed_client_sends_the_token_and_reads_typed_results(terminal_wm):
+    policy = ServerPolicy(token="s3cret")
+    with ServerThread(create_app(_sim(terminal_wm), policy), policy) as srv:
+        with pytest.raises(ConnectionError):  # openenv-core's own clients send no token
+            await GenericEnvClient(base_url=srv.url).connect()
+        async with AgentWorldClient(srv.url, token="s3cret") as env:
+            first = await env.reset()
+            assert isinstance(first.observation, TextObservation) and first.observation.text == PROMPT
+            res = await env.step(TextAction(text=ks("pwd\n")))
+            assert res.observation.text == screen("pwd", "/workspace") and res.observation.metadata["turn"] == 1
+            assert (await env.state()).step_count == 1
+            with pytest.raises(RuntimeError, match="code: bad_request"):
+                await env.step({"txt": ks("ls\n")})
+
+
+async def test_openenv_core_server_over_an_agentworld_env(terminal_wm):
+    """openenv-core's own create_app over AgentWorldEnvironment: its protocol, unchanged."""
+    scenario = Scenario(domain="terminal", first_observation=PROMPT)
+    app = openenv_app(lambda: make("sim-v1", world_model=terminal_wm, scenario=scenario), max_concurrent_envs=2)
+    with ServerThread(app) as srv:
+        async with GenericEnvClient(base_url=srv.url) as env:
+            assert (await env.reset(seed=0)).observation["text"] == PROMPT
+            res = await env.step(TextAction(text=ks("pwd\n")))
+            assert res.observation["text"] == screen("pwd", "/workspace") and res.done is False
+            assert (await env.state())["step_count"] == 1
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+async def test_generic_client_drives_the_real_terminal_env(tmp_path):
+    from agentworld.envs.sandbox import ensure_rootfs
+    from agentworld.records.trajectory import read_trajectories
+
+    ensure_rootfs()
+    sessions = EnvSessions(lambda _sid: make("terminal-v1"), env_id="terminal-v1", limits=Limits(max_sessions=1),
+                           record=tmp_path / "real.jsonl")
+    with ServerThread(create_app(sessions)) as srv:
+        async with GenericEnvClient(base_url=srv.url, message_timeout_s=120) as env:
+            first = await env.reset(seed=0, options={"files": {"notes.txt": "hello from the host\n"}})
+            assert first.observation["text"].startswith("root@sandbox:/workspace#")
+            res = await env.step({"text": json.dumps([{"keystrokes": "cat notes.txt\n", "duration": 3}])})
+            assert "hello from the host" in res.observation["text"] and res.done is False
+            assert (await env.state())["step_count"] == 1
+            with pytest.raises(RuntimeError, match="simulator's"):
+                await env.reset(scenario={"domain": "terminal"})
+        assert sessions.sessions == {}
+    [traj] = read_trajectories(tmp_path / "real.jsonl", strict=True).items
+    assert traj.provenance.source == "real" and traj.num_turns == 1 and "hello from the host" in traj.turns[0].observation
