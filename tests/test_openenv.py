@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from openenv.core import GenericEnvClient
@@ -94,3 +95,41 @@ async def test_generic_client_drives_the_real_terminal_env(tmp_path):
         assert sessions.sessions == {}
     [traj] = read_trajectories(tmp_path / "real.jsonl", strict=True).items
     assert traj.provenance.source == "real" and traj.num_turns == 1 and "hello from the host" in traj.turns[0].observation
+
+
+@pytest.mark.slow
+def test_trl_grpo_trainer_takes_a_served_env_as_its_environment(terminal_wm, tmp_path):
+    """TRL's OpenEnv path as far as construction goes: GRPOTrainer probes the factory,
+    finds the `act` tool and the env-owned reward; the env itself plays an episode."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+    from trl.chat_template_utils import __file__ as templates_py
+
+    from agentworld.models.tiny import build_tiny_checkpoint
+    from agentworld.sim.openenv import OpenEnvTool
+
+    ckpt = build_tiny_checkpoint(tmp_path / "tiny")
+    tokenizer = AutoTokenizer.from_pretrained(ckpt)
+    # A tool-calling chat template (TRL's copy of Qwen3's): GRPOTrainer requires one for environments.
+    tokenizer.chat_template = (Path(templates_py).parent / "chat_templates" / "qwen3.jinja").read_text()
+    scenario = {"domain": "terminal", "first_observation": PROMPT, "success_patterns": ["pwd\n/workspace"]}
+    with ServerThread(create_app(_sim(terminal_wm, max_sessions=4))) as srv:
+        made: list[OpenEnvTool] = []
+
+        def factory() -> OpenEnvTool:
+            made.append(OpenEnvTool(srv.url, scenario=scenario))
+            return made[-1]
+
+        args = GRPOConfig(output_dir=str(tmp_path / "out"), use_cpu=True, max_steps=1, per_device_train_batch_size=2,
+                          num_generations=2, max_completion_length=16, report_to="none")
+        data = Dataset.from_list([{"prompt": [{"role": "user", "content": "Print the working directory."}]}] * 2)
+        trainer = GRPOTrainer(model=str(ckpt), args=args, train_dataset=data, processing_class=tokenizer,
+                              environment_factory=factory)
+        assert [t.__name__ for t in trainer.tools] == ["act"] and trainer.reward_func_names == ["OpenEnvTool"]
+        env = made[0]
+        assert env.reset() == PROMPT
+        assert env.act(ks("pwd\n")) == screen("pwd", "/workspace") and env.get_reward() == 1.0
+        assert "episode is over" in env.act(ks("ls\n"))
+        for e in made:
+            e._close()

@@ -116,6 +116,49 @@ class AgentWorldEnvironment(Environment[TextAction, TextObservation, State]):
         self.env.close()
 
 
+class OpenEnvTool:
+    """One served AgentWorld environment as an environment of TRL's ``GRPOTrainer``
+    (``environment_factory=lambda: OpenEnvTool(URL)``): one OpenEnv session per instance.
+
+    TRL offers the model every public method but ``reset`` and ``get_reward`` as a tool:
+    here one, :meth:`act`. ``reset`` returns the first observation (TRL appends it to the
+    prompt); ``get_reward`` is the episode's summed reward (the environment's own: a
+    simulated scenario's success, a task's verifier). ``reset_kwargs`` go to every reset
+    (``seed``, ``options``, a simulated ``scenario``).
+    """
+
+    def __init__(self, base_url: str, *, token: str | None = None, **reset_kwargs: Any):
+        self._client = AgentWorldClient(base_url, token=token).sync()
+        self._client.connect()
+        self._reset_kwargs = reset_kwargs
+        self._reward, self._done = 0.0, False
+
+    def reset(self, **kwargs: Any) -> str | None:
+        # TRL passes the dataset row's fields; the episode comes from the server's scenario or task.
+        result = self._client.reset(**self._reset_kwargs)
+        self._reward, self._done = 0.0, False
+        return result.observation.text
+
+    def act(self, action: str) -> str:
+        """Send one action to the environment and return what it shows next.
+
+        Args:
+            action: The action text: keystrokes for a terminal as a JSON list of {"keystrokes", "duration"}, or a tool call as JSON {"name", "arguments"}.
+        """
+        if self._done:
+            return "The episode is over: no more actions are taken."
+        result = self._client.step(TextAction(text=action))
+        self._reward += float(result.reward or 0.0)
+        self._done = result.done
+        return result.observation.text
+
+    def get_reward(self) -> float:
+        return self._reward
+
+    def _close(self) -> None:  # private: TRL would offer a public method to the model as a tool
+        self._client.close()
+
+
 def openenv_app(factory: Callable[[], Env], *, max_concurrent_envs: int = 4) -> Any:
     """openenv-core's own FastAPI app over environments made by ``factory`` (one per session)."""
     from openenv.core.env_server import create_app
@@ -124,4 +167,4 @@ def openenv_app(factory: Callable[[], Env], *, max_concurrent_envs: int = 4) -> 
                       max_concurrent_envs=max_concurrent_envs)
 
 
-__all__ = ["AgentWorldClient", "AgentWorldEnvironment", "TextAction", "TextObservation", "openenv_app"]
+__all__ = ["AgentWorldClient", "AgentWorldEnvironment", "OpenEnvTool", "TextAction", "TextObservation", "openenv_app"]
