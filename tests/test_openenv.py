@@ -74,27 +74,47 @@ async def test_openenv_core_server_over_an_agentworld_env(terminal_wm):
             assert (await env.state())["step_count"] == 1
 
 
+def _keys(text: str, duration: float) -> dict[str, str]:
+    return {"text": json.dumps([{"keystrokes": text, "duration": duration}])}
+
+
 @pytest.mark.sandbox
 @pytest.mark.slow
 async def test_generic_client_drives_the_real_terminal_env(tmp_path):
+    import asyncio
+
     from agentworld.envs.sandbox import ensure_rootfs
     from agentworld.records.trajectory import read_trajectories
 
     ensure_rootfs()
-    sessions = EnvSessions(lambda _sid: make("terminal-v1"), env_id="terminal-v1", limits=Limits(max_sessions=1),
+    sessions = EnvSessions(lambda _sid: make("terminal-v1"), env_id="terminal-v1", limits=Limits(max_sessions=2),
                            record=tmp_path / "real.jsonl")
     with ServerThread(create_app(sessions)) as srv:
-        async with GenericEnvClient(base_url=srv.url, message_timeout_s=120) as env:
+        async with GenericEnvClient(base_url=srv.url, message_timeout_s=120) as env, \
+                GenericEnvClient(base_url=srv.url, message_timeout_s=120) as slow:
             first = await env.reset(seed=0, options={"files": {"notes.txt": "hello from the host\n"}})
             assert first.observation["text"].startswith("root@sandbox:/workspace#")
-            res = await env.step({"text": json.dumps([{"keystrokes": "cat notes.txt\n", "duration": 3}])})
+            res = await env.step(_keys("cat notes.txt\n", 3))
             assert "hello from the host" in res.observation["text"] and res.done is False
             assert (await env.state())["step_count"] == 1
             with pytest.raises(RuntimeError, match="simulator's"):
                 await env.reset(scenario={"domain": "terminal"})
+            # A third session past the cap is refused; the two open ones are untouched.
+            await slow.reset()
+            async with GenericEnvClient(base_url=srv.url) as third:
+                with pytest.raises(RuntimeError, match="code: session_cap"):
+                    await third.reset()
+            # A blocking step in one session (a command that takes seconds) does not hold up
+            # another: its step is answered while the slow one is still running.
+            slow_step = asyncio.create_task(slow.step(_keys("sleep 6; echo woke\n", 12)))
+            await asyncio.sleep(0.5)
+            quick = await env.step(_keys("echo quick\n", 2))
+            assert "quick" in quick.observation["text"] and not slow_step.done()
+            assert "woke" in (await slow_step).observation["text"]
         assert sessions.sessions == {}
-    [traj] = read_trajectories(tmp_path / "real.jsonl", strict=True).items
-    assert traj.provenance.source == "real" and traj.num_turns == 1 and "hello from the host" in traj.turns[0].observation
+    trajs = read_trajectories(tmp_path / "real.jsonl", strict=True).items
+    assert {t.provenance.source for t in trajs} == {"real"} and sorted(t.num_turns for t in trajs) == [1, 2]
+    assert any("hello from the host" in t.turns[0].observation for t in trajs)
 
 
 @pytest.mark.slow
