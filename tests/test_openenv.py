@@ -74,6 +74,23 @@ async def test_openenv_core_server_over_an_agentworld_env(terminal_wm):
             assert (await env.state())["step_count"] == 1
 
 
+async def test_an_environment_that_fails_to_start_is_a_clear_error_and_frees_its_slot():
+    import httpx
+
+    def broken(_sid: str):
+        raise RuntimeError("no sandbox here")
+
+    sessions = EnvSessions(broken, env_id="terminal-v1", limits=Limits(max_sessions=1))
+    with ServerThread(create_app(sessions)) as srv:
+        async with GenericEnvClient(base_url=srv.url) as env:
+            with pytest.raises(RuntimeError, match=r"could not start terminal-v1: no sandbox here \(code: env_error\)"):
+                await env.reset()
+        async with httpx.AsyncClient(base_url=srv.url) as client:
+            r = await client.post("/reset", json={})
+            assert r.status_code == 500 and r.json()["error"] == "env_error"
+            assert (await client.get("/health")).json()["sessions"] == 0
+
+
 def _keys(text: str, duration: float) -> dict[str, str]:
     return {"text": json.dumps([{"keystrokes": text, "duration": duration}])}
 

@@ -65,6 +65,12 @@ class TooLarge(SessionError):
     status, code = 413, "too_large"
 
 
+class EnvFailure(SessionError):
+    """The environment itself failed (a sandbox that would not start, a dead process)."""
+
+    status, code = 500, "env_error"
+
+
 def new_session_id() -> str:
     """A server-made session id: 128 random bits, so holding one is the right to use it."""
     return secrets.token_urlsafe(16)
@@ -190,6 +196,9 @@ class EnvSessions:
             self.peak_sessions = max(self.peak_sessions, len(self.sessions))
             try:
                 sess.env = await self._new_env(sid)
+            except Exception as exc:
+                self.sessions.pop(sid, None)
+                raise EnvFailure(f"could not start {self.env_id}: {exc}", "retry, or check the environment's prerequisites") from exc
             except BaseException:
                 self.sessions.pop(sid, None)
                 raise
@@ -199,6 +208,10 @@ class EnvSessions:
                 res = await self._reset_env(sess.env, seed, dict(options or {}))
             except (ValueError, TypeError) as exc:
                 raise SessionError(str(exc), "see GET /schema for the reset options") from None
+            except SessionError:
+                raise
+            except Exception as exc:
+                raise EnvFailure(f"{self.env_id} failed to reset: {exc}", "reset again, or close the session") from exc
         sess.steps, sess.seed = 0, seed
         return sid, res
 
@@ -232,6 +245,10 @@ class EnvSessions:
                     raise SessionError("the episode is over", "call reset to start a new episode") from None
                 except ValueError as exc:  # the environment's own refusal of a malformed action
                     raise SessionError(f"bad action: {exc}", "see GET /schema for the action format") from None
+                except SessionError:
+                    raise
+                except Exception as exc:
+                    raise EnvFailure(f"{self.env_id} failed: {exc}", "reset the session, or close it") from exc
             finally:
                 self.inflight -= 1
                 self._slot().release()
