@@ -170,3 +170,28 @@ def test_trl_grpo_trainer_takes_a_served_env_as_its_environment(terminal_wm, tmp
         assert "episode is over" in env.act(ks("ls\n"))
         for e in made:
             e._close()
+
+
+@pytest.mark.slow
+async def test_env_serve_cli_serves_a_real_env_to_the_typed_client_and_records_on_sigterm(tmp_path):
+    from agentworld.launch import launched
+    from agentworld.records.trajectory import read_trajectories
+    from agentworld.sim.inputs import build_world_files
+
+    world = tmp_path / "world.sqlite"
+    build_world_files(world, seed=1, questions=3)
+    record = tmp_path / "served.jsonl"
+    args = ("env", "serve", "fictional-search", "--env-kwargs", json.dumps({"world": str(world)}),
+            "--token", "t0k", "--record", str(record))
+    with launched(*args, timeout=120) as url:
+        env = AgentWorldClient(url, token="t0k")
+        await env.connect()
+        first = await env.reset(seed=0)
+        assert first.observation.text and first.done is False
+        res = await env.step(json.dumps({"name": "web_search", "arguments": {"query": "founder"}}))
+        assert res.observation.text.startswith(("[1]", "No results")) and (await env.state()).step_count == 1
+        assert not record.exists()
+    # The server was stopped (SIGTERM) with the session still open: it was recorded all the same.
+    await env.close()
+    [traj] = read_trajectories(record, strict=True).items
+    assert traj.provenance.source == "real" and traj.provenance.environment == "fictional-search-v1" and traj.num_turns == 1
