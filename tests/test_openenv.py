@@ -28,6 +28,10 @@ async def test_generic_client_drives_the_simulator(terminal_wm):
     manager = _sim(terminal_wm, max_sessions=1)
     with ServerThread(create_app(manager)) as srv:
         async with GenericEnvClient(base_url=srv.url) as env:
+            # A refused first reset frees the slot it took (max_sessions is 1).
+            with pytest.raises(RuntimeError, match=r"unknown reset options: nope.*\(code: bad_request\)"):
+                await env.reset(options={"nope": 1})
+            assert manager.sessions == {}
             first = await env.reset(seed=3)
             assert first.observation["text"] == PROMPT and first.done is False and first.reward is None
             res = await env.step({"text": ks("pwd\n")})  # OpenEnv's action object: the Action's fields

@@ -203,17 +203,25 @@ class EnvSessions:
                 self.sessions.pop(sid, None)
                 raise
         sess.touched = time.monotonic()
-        async with sess.lock:
-            try:
-                res = await self._reset_env(sess.env, seed, dict(options or {}))
-            except (ValueError, TypeError) as exc:
-                raise SessionError(str(exc), "see GET /schema for the reset options") from None
-            except SessionError:
-                raise
-            except Exception as exc:
-                raise EnvFailure(f"{self.env_id} failed to reset: {exc}", "reset again, or close the session") from exc
+        try:
+            async with sess.lock:
+                res = await self._first_observation(sess, seed, options)
+        except SessionError:
+            if session_id is None:  # nobody got this session's id: free its slot now
+                await self.aclose(sid)
+            raise
         sess.steps, sess.seed = 0, seed
         return sid, res
+
+    async def _first_observation(self, sess: _Session, seed: int | None, options: dict[str, Any] | None) -> Reset:
+        try:
+            return await self._reset_env(sess.env, seed, dict(options or {}))
+        except (ValueError, TypeError) as exc:
+            raise SessionError(str(exc), "see GET /schema for the reset options") from None
+        except SessionError:
+            raise
+        except Exception as exc:
+            raise EnvFailure(f"{self.env_id} failed to reset: {exc}", "reset again, or close the session") from exc
 
     def get(self, session_id: str) -> _Session:
         sess = self.sessions.get(session_id)
