@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import statistics
@@ -23,6 +24,7 @@ from agentworld.models.adapter_chain import (
     write_chain,
 )
 from agentworld.train.config import TrainFields, save_train_config
+from agentworld.train.precision import PrecisionChoice
 
 
 class TrainInputError(Exception):
@@ -90,15 +92,62 @@ def start_chain(model: str, path: Path) -> AdapterChain:
     return AdapterChain("smol" if model == "smol" else str(path.resolve()))
 
 
-def load_model(chain: AdapterChain, config: TrainFields) -> Any:
-    """The causal LM in float32 (bf16 runs under autocast), wrapped in LoRA when asked."""
+class WeightsChoice(NamedTuple):
+    """How the trainers load the model: dtype, attention kernel and the precision choice
+    both the weights and the trainer's autocast follow (decided once per run)."""
+
+    dtype: Any
+    attn_implementation: str | None
+    precision: PrecisionChoice
+
+
+def weights_choice(config: TrainFields, *, cuda: bool | None = None) -> WeightsChoice:
+    """The config's ``dtype``, ``attn_implementation`` and ``precision`` resolved on this
+    machine. ``dtype: auto`` follows the precision choice: bf16 weights where training
+    runs in bf16 (a GPU with bf16, or a CPU measured faster in bf16), fp32 otherwise."""
     import torch
 
+    from agentworld.train.precision import choose_precision
+
+    cuda = _has_accelerator() if cuda is None else cuda
+    precision = choose_precision(config.precision, cuda=cuda)
+    named = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+    dtype = named.get(config.dtype) or (torch.bfloat16 if precision.bf16 else torch.float32)
+    attn = None if config.attn_implementation == "auto" else config.attn_implementation
+    if attn == "flash_attention_2":
+        if importlib.util.find_spec("flash_attn") is None:
+            raise TrainInputError("attn_implementation flash_attention_2 needs the flash-attn package, which is not installed",
+                                  "pip install flash-attn --no-build-isolation (CUDA GPUs), or use sdpa")
+        if not cuda:
+            raise TrainInputError("attn_implementation flash_attention_2 runs on CUDA GPUs only and none is visible",
+                                  "use sdpa (or auto) on this machine")
+        if dtype == torch.float32:
+            raise TrainInputError("flash_attention_2 needs bf16 or fp16 weights, and dtype resolved to fp32",
+                                  "set dtype: bf16")
+    return WeightsChoice(dtype, attn, precision)
+
+
+def load_model(chain: AdapterChain, config: TrainFields, weights: WeightsChoice | None = None) -> Any:
+    """The causal LM in the dtype and with the attention kernel ``weights`` says (from the
+    config when not given), wrapped in LoRA when asked, ready for gradient checkpointing
+    when the config turns it on."""
+    weights = weights or weights_choice(config)
+    options: dict[str, Any] = {"dtype": weights.dtype}
+    if weights.attn_implementation:
+        options["attn_implementation"] = weights.attn_implementation
     # A stage trained with LoRA hands the next stage its adapter folder: base and every
     # adapter of the chain are folded into the weights, and a new adapter goes on top.
-    model = load_chain(chain, dtype=torch.float32)
+    model = load_chain(chain, **options)
     if chain.stages:
         model.requires_grad_(True)  # PEFT loads for inference, with every weight frozen
+    # transformers 5 calls it activation checkpointing; either name turns it on.
+    if getattr(config, "activation_checkpointing", None) or getattr(config, "gradient_checkpointing", None):
+        # Recomputed activations and a KV cache do not mix; and with LoRA the frozen
+        # embeddings' output must require grad, or a checkpointed block has no path
+        # back to the adapters (the Trainer enables checkpointing itself).
+        model.config.use_cache = False
+        if config.lora:
+            model.enable_input_require_grads()
     if config.lora:
         from peft import get_peft_model
 
@@ -114,6 +163,8 @@ class TrainInputs(NamedTuple):
     model: Any
     chain: AdapterChain
     """What ``model`` was loaded from: a LoRA adapter trained on it records this chain."""
+    weights: WeightsChoice | None = None
+    """How ``model`` was loaded; the trainer's autocast follows the same precision choice."""
 
 
 def load_inputs(
@@ -135,7 +186,10 @@ def load_inputs(
     # A stage's output folder holds its tokenizer; a plain PEFT folder may not.
     has_tokenizer = (path / "tokenizer_config.json").exists()
     tokenizer = AutoTokenizer.from_pretrained(path if has_tokenizer else chain.base_path(), **extra)
-    return TrainInputs(dataset, tokenizer, load_model(chain, config), chain)
+    weights = weights_choice(config)
+    print(f"[{config.kind}] weights in {str(weights.dtype).removeprefix('torch.')}, attention "
+          f"{weights.attn_implementation or 'auto'}", file=sys.stderr, flush=True)
+    return TrainInputs(dataset, tokenizer, load_model(chain, config, weights), chain, weights)
 
 
 def make_trainer(
@@ -146,7 +200,7 @@ def make_trainer(
     trainer's own arguments. Returns it and the tokenizer to save with it."""
     trainer = trainer_class(
         model=inputs.model,
-        args=trainer_arguments(config),
+        args=trainer_arguments(config, inputs.weights.precision if inputs.weights else None),
         train_dataset=inputs.dataset,
         processing_class=inputs.tokenizer,
         callbacks=[SaveConfigCallback(config, inputs.chain), StepTimer(config), *(callbacks or [])],
@@ -175,14 +229,15 @@ def last_checkpoint(output_dir: str | Path) -> str | None:
     return get_last_checkpoint(str(folder)) if folder.is_dir() else None
 
 
-def trainer_arguments(config: TrainFields) -> Any:
+def trainer_arguments(config: TrainFields, choice: PrecisionChoice | None = None) -> Any:
     """The trainer's own argument object (``TrainingArguments``, ``SFTConfig``,
     ``GRPOConfig``) from the config; on a machine without an accelerator training runs
-    on the CPU unless the config says otherwise, and ``precision`` picks bf16 or fp32."""
+    on the CPU unless the config says otherwise, and ``precision`` picks bf16 or fp32
+    (``choice``: the one the weights were loaded for, so both agree)."""
     from agentworld.train.precision import choose_precision
 
     cuda = _has_accelerator()
-    choice = choose_precision(config.precision, cuda=cuda)
+    choice = choice or choose_precision(config.precision, cuda=cuda)
     print(f"[{config.kind}] precision {config.precision} -> {choice.why}", file=sys.stderr, flush=True)
     # Each process reads its own batches: dispatching from the main process would stack
     # the padding-free CPT rows of different lengths (TRL's trainers force this too).

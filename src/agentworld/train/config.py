@@ -31,9 +31,15 @@ from agentworld.config import Config, ConfigError, merge_overrides, opt, read_ya
 CONFIG_NAME = "agentworld_train.yaml"
 """File name of the trainer config saved next to every checkpoint."""
 
-RENAMED = {"warmup_ratio": "warmup_steps"}
+RENAMED = {"warmup_ratio": "warmup_steps", "torch_dtype": "dtype"}
 """Keys older transformers had, read as their replacement (transformers 5 takes a warmup
-share below 1 in ``warmup_steps``)."""
+share below 1 in ``warmup_steps``, and names ``from_pretrained``'s ``torch_dtype`` ``dtype``)."""
+
+DTYPES = ("auto", "bf16", "fp16", "fp32")
+"""What ``dtype`` may say: the dtype the trainers load the weights in."""
+
+ATTENTION = ("auto", "sdpa", "eager", "flash_attention_2")
+"""What ``attn_implementation`` may say (``auto``: transformers' own choice, sdpa where the model has it)."""
 
 
 class TrainFields(Config):
@@ -47,6 +53,13 @@ class TrainFields(Config):
     lora_dropout: float = opt(0.05, "Dropout on the LoRA input.")
     precision: str = opt(
         "auto", "auto (bf16 where this machine runs it faster: a CUDA GPU with bf16, or a CPU measured at start), bf16 or fp32."
+    )
+    dtype: str = opt(
+        "auto", "Dtype the weights are loaded in: auto (bf16 where `precision` resolves to bf16, else fp32), bf16, fp16 "
+        "(LoRA only) or fp32. `torch_dtype` is read as this."
+    )
+    attn_implementation: str = opt(
+        "auto", "Attention kernel: auto (transformers' choice), sdpa, eager or flash_attention_2 (needs flash-attn and a CUDA GPU)."
     )
     kind: ClassVar[str] = ""
     lora_target_modules: list[str] = opt(
@@ -72,6 +85,18 @@ class TrainFields(Config):
             raise ValueError("bf16: true contradicts precision: fp32 (set precision only)")
         if bf16 and self.precision == "auto":
             self.precision = "bf16"  # an older config asking for bf16 outright
+        return self
+
+    @model_validator(mode="after")
+    def _weights(self) -> TrainFields:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, not {self.dtype!r}")
+        if self.attn_implementation not in ATTENTION:
+            raise ValueError(f"attn_implementation must be one of {', '.join(ATTENTION)}, not {self.attn_implementation!r}")
+        if self.dtype == "fp16" and not self.lora:
+            # Updating fp16 weights directly loses small updates and overflows, and fp16
+            # mixed precision refuses to unscale fp16 gradients: say so before loading.
+            raise ValueError("dtype: fp16 trains LoRA adapters only (lora: true); use bf16 or fp32 to train every weight")
         return self
 
     def trainer_kwargs(self) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentworld.judge.base import Scorer
-from agentworld.train.common import TrainInputs, TrainResult, load_inputs, make_trainer, run_trainer
+from agentworld.train.common import TrainInputError, TrainInputs, TrainResult, load_inputs, make_trainer, run_trainer
 from agentworld.train.rewards import HybridReward
 
 if TYPE_CHECKING:
@@ -29,6 +29,18 @@ def make_judge(config: GSPOTrainConfig) -> Scorer:
     return make_scorer(config.judge, config.judge_backend, config.judge_options, what="judge")
 
 
+def check_vllm(config: GSPOTrainConfig) -> None:
+    """``use_vllm`` (TRL's vLLM rollouts, ``vllm_mode`` server or colocate) needs vLLM
+    installed and a CUDA GPU: say so before the model is loaded."""
+    if not getattr(config, "use_vllm", False):
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        raise TrainInputError("use_vllm needs the vllm package, which is not installed",
+                              "pip install vllm on a CUDA machine (see README 'Scaling out'), or set use_vllm: false")
+
+
 def build_trainer(
     config: GSPOTrainConfig,
     *,
@@ -41,6 +53,7 @@ def build_trainer(
     :class:`agentworld.train.probe.BlockReward`, to check that training learns)."""
     from trl import GRPOTrainer
 
+    check_vllm(config)
     inputs = load_inputs(config, "gspo", COLUMNS, padding_side="left")
     if reward is not None:
         func = reward(inputs)

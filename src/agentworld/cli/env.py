@@ -1,0 +1,93 @@
+"""``agentworld env``: list the registered environments, serve a real one over OpenEnv's protocol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from agentworld.cli._backend import server_policy
+from agentworld.cli._common import console, fail, out
+from agentworld.cli.sim import MAX_REQUEST_BYTES, TOKEN
+
+app = typer.Typer(help="Real environments: list them, serve one over HTTP/WebSocket (OpenEnv's protocol).",
+                  no_args_is_help=True)
+
+SIMULATED = {"sim-v1": "agentworld sim serve"}
+"""Ids served by another command (they need a world model, not keyword arguments)."""
+
+
+def resolve_env_id(name: str) -> str:
+    """A registered id, or the one registered id ``name`` is the unversioned name of
+    (``terminal`` -> ``terminal-v1``)."""
+    from agentworld.envs import registered
+
+    ids = registered()
+    if name in ids:
+        return name
+    versions = [i for i in ids if i.rpartition("-v")[0] == name]
+    if len(versions) == 1:
+        return versions[0]
+    raise fail(f"unknown environment {name!r}", f"pick one of: {', '.join(ids)}")
+
+
+@app.command("list")
+def list_envs() -> None:
+    """The registered environments, with their Gymnasium ids."""
+    from agentworld.envs import registered
+
+    table = Table("id", "gymnasium id", "served by")
+    for env_id in registered():
+        gym = _gym_id(env_id)
+        table.add_row(env_id, gym, SIMULATED.get(env_id, f"agentworld env serve {env_id}"))
+    out.print(table)
+
+
+def _gym_id(env_id: str) -> str:
+    try:
+        from agentworld.envs.gym import gym_id
+    except ImportError:  # gymnasium is the agents extra's
+        return "(pip install 'agentworld[agents]')"
+    return gym_id(env_id)
+
+
+@app.command()
+def serve(
+    env: str = typer.Argument(..., help="Environment id (terminal-v1, mcp-v1, search-v1, swe-v1, fictional-search-v1; "
+                              "the version may be left out)."),
+    env_kwargs: str = typer.Option(None, "--env-kwargs", help='JSON keyword arguments of the environment, e.g. \'{"servers": ["git"]}\'.'),
+    host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8000, "--port"),
+    max_sessions: int = typer.Option(8, "--max-sessions", help="Open sessions (each a real environment) at most; more get 503."),
+    max_inflight: int = typer.Option(8, "--max-inflight", help="Steps running at once."),
+    max_waiting: int = typer.Option(64, "--max-waiting", help="Steps waiting for a slot before 429."),
+    idle_timeout: float = typer.Option(900.0, "--idle-timeout", help="Seconds after which an untouched session is closed."),
+    record: Path = typer.Option(None, "--record", help="Append every finished session's trajectory to this JSONL "
+                                "(open sessions too, on SIGINT/SIGTERM)."),
+    token: str = TOKEN, max_request_bytes: int = MAX_REQUEST_BYTES,
+) -> None:
+    """Serve a real environment, one instance per session: OpenEnv's WebSocket protocol at /ws
+    (openenv-core clients drive it unchanged), HTTP /reset /step /state /close with sessions."""
+    env_id = resolve_env_id(env)
+    if env_id in SIMULATED:
+        raise fail(f"{env_id} is the simulator", f"serve it with `{SIMULATED[env_id]}`")
+    from agentworld import serving
+    from agentworld.sim.inputs import SetupError
+    from agentworld.sim.run import make_real_env, parse_env_json
+    from agentworld.sim.server import create_app
+    from agentworld.sim.sessions import EnvSessions, Limits
+
+    try:
+        kwargs, _ = parse_env_json(env_kwargs, None)
+        make_real_env(env_id, kwargs).close()  # bad arguments fail now, not at the first client
+    except SetupError as exc:
+        raise fail(str(exc), exc.hint) from None
+    if min(max_sessions, max_inflight) < 1 or max_waiting < 0 or idle_timeout <= 0:
+        raise fail("--max-sessions and --max-inflight must be >= 1, --max-waiting >= 0, --idle-timeout > 0")
+    limits = Limits(max_sessions=max_sessions, max_inflight=max_inflight, max_waiting=max_waiting, idle_timeout_s=idle_timeout)
+    sessions = EnvSessions(lambda _sid: make_real_env(env_id, kwargs), env_id=env_id, limits=limits, record=record)
+    policy = server_policy(token, max_request_bytes)
+    auth = "bearer token required" if policy.token else "no token"
+    console.print(f"serving [bold]{env_id}[/] on http://{host}:{port} (WebSocket /ws, {auth}, up to {max_sessions} sessions)")
+    # The app's shutdown closes, and so records, every open session.
+    serving.run(create_app(sessions, policy), host=host, port=port, policy=policy)
