@@ -167,6 +167,8 @@ class Session:
                     line += " " + ",".join(flags)
                 if text and text != name:
                     line += f" text={text!r}"
+                if ti is not None and "focused" in flags and "editable" in flags:
+                    line += f" caret={Atspi.Text.get_caret_offset(ti)}"
                 lines.append(line)
                 if "focused" in flags:
                     focus[0] = f"{role} {name!r} in {frame!r}" if frame is not None else f"{role} {name!r}"

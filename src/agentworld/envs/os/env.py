@@ -80,8 +80,25 @@ class DesktopEnv(Env):
     # -- episode -------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
-        self.close()
         self.task = _task_from(options or {}, seed or 0)
+        # An application that registers with AT-SPI late (a loaded machine) fails the
+        # start rarely; a fresh session once more, before reporting it.
+        for attempt in (1, 2):
+            self.close()
+            reply = self._start_session()
+            if reply is not None and reply.get("ok"):
+                break
+            if attempt == 2:
+                why = reply.get("error") if reply else "no answer"
+                self.close()
+                raise RuntimeError(f"the desktop session of task {self.task.name} did not start: {why}")
+        self.steps = 0
+        self._t0 = time.monotonic()
+        self.observation = reply["observation"]
+        return Reset(self.observation, {"task": self.task.name})
+
+    def _start_session(self) -> dict[str, Any] | None:
+        assert self.task is not None
         sb = self.sandbox = Sandbox(limits=self.config.limits, rootfs=self.rootfs, hostname="desktop")
         from agentworld.envs.terminal.env import _write_tree  # one tar archive, written from inside
 
@@ -91,15 +108,7 @@ class DesktopEnv(Env):
         self.initial_state = self._initial_state(sb)
         self.driver = sb.spawn(["python3", "-u", HELPER], cwd="/workspace", stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        reply = self._ask({"apps": [list(a) for a in self.task.apps]}, self.config.start_timeout_s)
-        if reply is None or not reply.get("ok"):
-            why = reply.get("error") if reply else "no answer"
-            self.close()
-            raise RuntimeError(f"the desktop session of task {self.task.name} did not start: {why}")
-        self.steps = 0
-        self._t0 = time.monotonic()
-        self.observation = reply["observation"]
-        return Reset(self.observation, {"task": self.task.name})
+        return self._ask({"apps": [list(a) for a in self.task.apps]}, self.config.start_timeout_s)
 
     def step(self, action: str) -> Step:
         if self.driver is None or self.sandbox is None:

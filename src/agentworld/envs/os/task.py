@@ -122,7 +122,8 @@ def click(observation: str, role: str, name: str | None = None, *, contains: str
     node is not on screen, ``fallback`` (or a click naming it, which fails visibly)."""
     n = find(observation, role, name, contains=contains)
     if n is None:
-        return fallback or f"import pyautogui\npyautogui.click(*locate({role!r}, {name!r}))"
+        what = f"{role} {name or contains!r}"
+        return fallback or f"raise LookupError({f'no {what} on screen'!r})"
     x, y = n.centre
     return f"import pyautogui\npyautogui.click({x}, {y})"
 

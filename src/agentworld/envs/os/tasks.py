@@ -263,7 +263,8 @@ def _find_replace(rng: random.Random) -> DesktopTask:
         yield write(word)
         yield press("tab")
         obs = yield write(repl)
-        obs = yield click(obs, "push-button", "Replace _All", fallback=click(obs, "push-button", "Replace All"))
+        obs = yield click(obs, "check-box", "Replace all in:")
+        obs = yield click(obs, "push-button", "Replace")
         yield press("escape")
         yield keys("ctrl", "s")
 
@@ -458,7 +459,7 @@ def _calc_buttons(rng: random.Random) -> DesktopTask:
 
     def script(obs: str) -> Script:
         for label in (str(a), op, str(b), "="):
-            obs = yield click(obs, "push-button", label, fallback=write(label))
+            obs = yield click(obs, "toggle-button", label, fallback=write(label))
 
     return DesktopTask("calc_buttons", f"Compute {a} {op} {b} by clicking the calculator's buttons.",
                        (CALCULATOR,), {}, script, "calculator")
@@ -518,7 +519,7 @@ def _switch(rng: random.Random) -> DesktopTask:
     def script(obs: str) -> Script:
         for _ in range(n):
             yield keys("alt", "tab")
-        yield "import subprocess\nsubprocess.run(['xdotool', 'search', '--name', 'Mousepad', 'windowactivate'], check=True)"
+        yield "import subprocess\nsubprocess.run(['xdotool', 'search', '--onlyvisible', '--name', 'Mousepad', 'windowactivate'], check=True)"
         yield write(_line(rng, 2))
 
     return DesktopTask("switch_windows", f"Switch between the calculator and {name} a few times, then type in the editor.",
@@ -531,8 +532,8 @@ def _xdo_windows(rng: random.Random) -> DesktopTask:
     w, h = rng.choice([(640, 480), (800, 500), (900, 600)])
 
     def script(obs: str) -> Script:
-        yield f"import subprocess\nsubprocess.run(['xdotool', 'search', '--name', 'Mousepad', 'windowsize', '{w}', '{h}'], check=True)"
-        yield "import subprocess\nsubprocess.run(['xdotool', 'search', '--name', 'Mousepad', 'windowmove', '100', '80'], check=True)"
+        yield f"import subprocess\nsubprocess.run(['xdotool', 'search', '--onlyvisible', '--name', 'Mousepad', 'windowsize', '{w}', '{h}'], check=True)"
+        yield "import subprocess\nsubprocess.run(['xdotool', 'search', '--onlyvisible', '--name', 'Mousepad', 'windowmove', '100', '80'], check=True)"
         yield "import subprocess\nprint(subprocess.run(['xdotool', 'getactivewindow', 'getwindowname'], capture_output=True, text=True).stdout)"
 
     return DesktopTask("xdotool_windows", f"Resize the editor window to {w}x{h} and move it with xdotool, then print "
