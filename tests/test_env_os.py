@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from agentworld.domains.os import tree_nodes
 from agentworld.envs import check_registered
 from agentworld.envs.os import TEMPLATES, DesktopEnv
 from agentworld.envs.os.drivers import parse_agent_reply, run_agent, run_scripted
-from agentworld.envs.os.task import keys, nodes, write
+from agentworld.envs.os.task import keys, write
 from agentworld.envs.sandbox import SandboxUnavailable
 from agentworld.envs.split import split_templates
 
@@ -76,7 +77,7 @@ def test_scripted_episode_saves_a_real_file(env: DesktopEnv) -> None:
     assert saved.startswith(task.files[name]) and saved != task.files[name]
     assert traj.domain == "os" and traj.initial_state and "mousepad" in traj.initial_state
     last = traj.turns[-1].observation
-    frames = [n for n in nodes(last) if n.role == "frame"]
+    frames = [n for n in tree_nodes(last) if n.role == "frame"]
     assert frames and frames[0].name == f"/workspace/{name} - Mousepad"  # no '*': saved
     assert "Windows:\n  * '/workspace/" in last and "Focused: text" in last
     # Turns that changed nothing were dropped (SPEC section 5).

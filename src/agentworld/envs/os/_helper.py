@@ -127,53 +127,55 @@ class Session:
         return out
 
     # -- accessibility tree -----------------------------------------------------------
-    def tree(self):
+    def describe(self, acc):
+        """One node's line and facts, or None when it is not on screen (or went away)."""
         Atspi = self.atspi
-        desktop = Atspi.get_desktop(0)
+        try:
+            states = acc.get_state_set()
+            if not states.contains(Atspi.StateType.SHOWING):
+                return None
+            role = acc.get_role_name().replace(" ", "-")
+            name = acc.get_name() or ""
+            text, caret = "", None
+            ti = acc.get_text_iface()
+            if ti is not None:
+                n = Atspi.Text.get_character_count(ti)
+                text = Atspi.Text.get_text(ti, 0, min(n, MAX_TEXT)) + (f"... ({n} characters)" if n > MAX_TEXT else "")
+                caret = Atspi.Text.get_caret_offset(ti)
+            ext = acc.get_extents(Atspi.CoordType.SCREEN)
+            flags = [s for s in STATES if states.contains(getattr(Atspi.StateType, s.upper()))]
+            if not states.contains(Atspi.StateType.SENSITIVE):
+                flags.append("disabled")
+            nchild = acc.get_child_count()
+        except Exception:
+            return None
+        line = f"{role} {name!r} ({ext.x}, {ext.y}) {ext.width}x{ext.height}"
+        if flags:
+            line += " " + ",".join(flags)
+        if text and text != name:
+            line += f" text={text!r}"
+        if caret is not None and "focused" in flags and "editable" in flags:
+            line += f" caret={caret}"  # where typing goes: moving it is a change of state
+        hoist = role in HOISTED and not name and not text and "focused" not in flags
+        return {"role": role, "name": name, "line": line, "focused": "focused" in flags, "hoist": hoist,
+                "children": min(nchild, 200)}
+
+    def tree(self):
+        desktop = self.atspi.get_desktop(0)
         lines = ["<root>"]
         focus = [None]
-        count = [0]
 
         def visit(acc, depth, frame):
-            if count[0] >= MAX_NODES:
+            if len(lines) > MAX_NODES or (node := self.describe(acc)) is None:
                 return
-            try:
-                states = acc.get_state_set()
-                if not states.contains(Atspi.StateType.SHOWING):
-                    return
-                role = acc.get_role_name().replace(" ", "-")
-                name = acc.get_name() or ""
-                text = ""
-                ti = acc.get_text_iface()
-                if ti is not None:
-                    n = Atspi.Text.get_character_count(ti)
-                    text = Atspi.Text.get_text(ti, 0, min(n, MAX_TEXT))
-                    if n > MAX_TEXT:
-                        text += f"... ({n} characters)"
-                ext = acc.get_extents(Atspi.CoordType.SCREEN)
-                flags = [s for s in STATES if states.contains(getattr(Atspi.StateType, s.upper()))]
-                if not states.contains(Atspi.StateType.SENSITIVE):
-                    flags.append("disabled")
-                nchild = acc.get_child_count()
-            except Exception:  # the node went away while we walked
-                return
-            if role in ("frame", "dialog", "alert", "file-chooser", "window"):
-                frame = name
-            hoist = role in HOISTED and not name and not text and "focused" not in flags
-            if not hoist:
-                count[0] += 1
-                line = f"{'  ' * depth}{role} {name!r} ({ext.x}, {ext.y}) {ext.width}x{ext.height}"
-                if flags:
-                    line += " " + ",".join(flags)
-                if text and text != name:
-                    line += f" text={text!r}"
-                if ti is not None and "focused" in flags and "editable" in flags:
-                    line += f" caret={Atspi.Text.get_caret_offset(ti)}"
-                lines.append(line)
-                if "focused" in flags:
-                    focus[0] = f"{role} {name!r} in {frame!r}" if frame is not None else f"{role} {name!r}"
+            if node["role"] in ("frame", "dialog", "alert", "file-chooser", "window"):
+                frame = node["name"]
+            if not node["hoist"]:
+                lines.append("  " * depth + node["line"])
+                if node["focused"]:
+                    focus[0] = f"{node['role']} {node['name']!r}" + (f" in {frame!r}" if frame is not None else "")
                 depth += 1
-            for i in range(min(nchild, 200)):
+            for i in range(node["children"]):
                 try:
                     child = acc.get_child_at_index(i)
                 except Exception:
@@ -183,18 +185,14 @@ class Session:
 
         for i in range(desktop.get_child_count()):
             app = desktop.get_child_at_index(i)
-            if app is None:
+            if app is None or app.get_child_count() == 0:
                 continue
             app.clear_cache()  # the cache misses changes: we run no event loop
-            name = app.get_name() or ""
-            if app.get_child_count() == 0:
-                continue
-            lines.append(f"  application {name!r}")
+            lines.append(f"  application {app.get_name() or ''!r}")
             for j in range(app.get_child_count()):
-                child = app.get_child_at_index(j)
-                if child is not None:
+                if (child := app.get_child_at_index(j)) is not None:
                     visit(child, 2, None)
-        if count[0] >= MAX_NODES:
+        if len(lines) > MAX_NODES:
             lines.append(f"  ... (tree cut at {MAX_NODES} nodes)")
         return lines, focus[0]
 

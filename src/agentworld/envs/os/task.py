@@ -4,10 +4,10 @@ to act on what they see (a node's centre, read from the observation's tree)."""
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
+from agentworld.domains.os import Node, tree_nodes
 from agentworld.seeding import keyed_rng
 
 Script = Generator[str, str, None]
@@ -78,41 +78,12 @@ class TemplateRegistry:
         return len(self._items)
 
 
-# ``role 'name' (x, y) WxH ...`` lines of the observation (see _helper.py).
-_NODE = re.compile(r"^\s*([\w-]+) ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") \((-?\d+), (-?\d+)\) (\d+)x(\d+)(.*)$")
-
-
-@dataclass(frozen=True)
-class Node:
-    role: str
-    name: str
-    x: int
-    y: int
-    w: int
-    h: int
-    rest: str
-
-    @property
-    def centre(self) -> tuple[int, int]:
-        return self.x + self.w // 2, self.y + self.h // 2
-
-
-def nodes(observation: str) -> list[Node]:
-    import ast
-
-    out = []
-    for line in observation.splitlines():
-        if m := _NODE.match(line):
-            out.append(Node(m.group(1), ast.literal_eval(m.group(2)), *map(int, m.group(3, 4, 5, 6)), m.group(7)))
-    return out
-
-
 def find(observation: str, role: str, name: str | None = None, *, contains: str | None = None) -> Node | None:
     """The first node with ``role`` and ``name`` (or a name containing ``contains``) on screen."""
-    for n in nodes(observation):
-        if n.role == role and (name is None or n.name == name) and (contains is None or contains in n.name):
-            if n.w > 0 and n.h > 0:
-                return n
+    for n in tree_nodes(observation):
+        named = (name is None or n.name == name) and (contains is None or contains in n.name)
+        if n.role == role and named and n.w > 0 and n.h > 0:
+            return n
     return None
 
 

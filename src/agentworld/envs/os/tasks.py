@@ -126,7 +126,7 @@ def _type_list(rng: random.Random) -> DesktopTask:
     def script(obs: str) -> Script:
         for i, item in enumerate(items, 1):
             yield write(f"{i}. {item}\n")
-        obs = yield keys("ctrl", "s")
+        yield keys("ctrl", "s")
         yield from _save_dialog(name)
 
     return DesktopTask("type_list", f"Type a numbered list of {', '.join(items)} in a new document and save it "
@@ -171,7 +171,7 @@ def _save_new(rng: random.Random) -> DesktopTask:
 
     def script(obs: str) -> Script:
         yield write(body)
-        obs = yield keys("ctrl", "s")
+        yield keys("ctrl", "s")
         yield from _save_dialog(name)
 
     return DesktopTask("save_new_document", f"Write '{body}' in a new document and save it as {name}.",
@@ -184,7 +184,7 @@ def _save_as(rng: random.Random) -> DesktopTask:
     copy = _fname(rng, ".bak")
 
     def script(obs: str) -> Script:
-        obs = yield keys("ctrl", "shift", "s")
+        yield keys("ctrl", "shift", "s")
         yield from _save_dialog(copy)
 
     return DesktopTask("save_as_copy", f"Save {name} under the new name {copy} with Save As.", (app,), {name: text},
@@ -277,7 +277,7 @@ def _goto_line(rng: random.Random) -> DesktopTask:
     name = _fname(rng)
     text = _doc(rng, rng.randint(5, 8))
     line = rng.randint(2, 4)
-    mark = f"<{rng.choice(_WORDS)}>"
+    mark = f"TODO({rng.choice(_WORDS)})"
 
     def script(obs: str) -> Script:
         yield keys("ctrl", "l")
