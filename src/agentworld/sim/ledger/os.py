@@ -26,7 +26,7 @@ class DesktopLedger(LedgerRules):
         for op in effects(action, observation).of("write"):
             state.write(op.target, op.value)
         shown = windows(observation)
-        if shown or "\nWindows:\n  (none)" in observation:
+        if "\nWindows:\n" in observation:
             state.windows = [title for title, _ in shown]
             state.active_window = next((title for title, active in shown if active), None)
 
@@ -39,7 +39,7 @@ class DesktopLedger(LedgerRules):
                     out.append(Conflict(kind="file_content", key=op.target, expected=known[:200],
                                         detail="the unmodified editor shows other content than the saved file"))
         shown = windows(observation)
-        if shown and state.windows and not _MAY_CLOSE.search(action):
+        if "\nWindows:\n" in observation and state.windows and not _MAY_CLOSE.search(action):
             titles = {title for title, _ in shown}
             for title in state.windows:
                 # A title may change (an edit adds '*'): only a window gone entirely counts.
