@@ -21,7 +21,11 @@ SPEC = DomainSpec(
         "Print the desktop accessibility tree after the action, one node per line: "
         "role, name, text, position (x, y) and size (w, h), indented by depth, followed by "
         "the window list with the focused window marked. Errors raised by the program are "
-        "shown as a Python traceback."
+        "shown as a Python traceback. Lines read `role 'name' (x, y) WxH states text='...'` "
+        "(states such as focused, active, editable, checked, disabled; the focused text field "
+        "also shows caret=N), under `<root>` and one `application 'name'` line per program; "
+        "then `Windows:` with `*` before the active window, `Focused:` naming the focused node "
+        "and its window, and `Output:` with what the program printed, if anything."
     ),
     gui=True,
     judge_guidance=(
