@@ -185,3 +185,20 @@ def test_kill_9_leaves_nothing(sandbox_tmp: Path) -> None:
     assert list(tmpdir.iterdir()) == []
     mounts = Path("/proc/mounts").read_text()
     assert str(tmpdir) not in mounts
+
+
+def test_collect_os_records_and_resumes(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentworld.cli import app
+
+    bad = CliRunner().invoke(app, ["collect", "os", "-t", "no-such-task"], env={"COLUMNS": "300"})
+    assert bad.exit_code != 0 and "unknown os task template 'no-such-task'" in bad.output
+    _need_desktop()
+    out = tmp_path / "os.jsonl"
+    args = ["collect", "os", "-t", "calc_clear", "--episodes", "1", "--test-episodes", "0", "--no-build", "-o", str(out)]
+    first = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+    assert first.exit_code == 0, first.output
+    assert f"{out}: 1 recorded, 0 already there, 0 failed" in first.output
+    again = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+    assert f"{out}: 0 recorded, 1 already there, 0 failed" in again.output
