@@ -264,7 +264,7 @@ def _find_replace(rng: random.Random) -> DesktopTask:
         yield press("tab")
         obs = yield write(repl)
         obs = yield click(obs, "check-box", "Replace all in:")
-        obs = yield click(obs, "push-button", "Replace")
+        obs = yield click(obs, "push-button", "Replace All")
         yield press("escape")
         yield keys("ctrl", "s")
 
