@@ -40,7 +40,7 @@ def _need_desktop() -> None:
 @pytest.fixture(scope="module")
 def env() -> DesktopEnv:
     _need_desktop()
-    with DesktopEnv() as e:
+    with DesktopEnv(action_timeout_s=3) as e:
         yield e
 
 
@@ -94,6 +94,9 @@ def test_invalid_programs_show_the_real_error(env: DesktopEnv) -> None:
     assert "Windows:" in res.observation and not res.terminated
     res = env.step("pyautogui.write('x'")
     assert "SyntaxError" in res.observation and "SyntaxError" in res.info["error"]
+    res = env.step("import time\nprint('started', flush=True)\ntime.sleep(60)")
+    assert "Error: the program did not finish in time and was stopped" in res.observation
+    assert "Output:\nstarted" in res.observation and res.info["error"] == "the program ran past 3 s and was stopped"
     res = env.step(keys("ctrl", "f"))
     assert "Focused: text" in res.observation and res.info["exit_code"] == 0
     done = env.step("DONE")
@@ -115,6 +118,8 @@ def test_actions_cannot_escape_the_sandbox(env: DesktopEnv, host_http_port: int)
         attempt("internet", lambda: socket.create_connection(("1.1.1.1", 53), timeout=3))
         attempt("core_pattern", lambda: os.close(os.open("/proc/sys/kernel/core_pattern", os.O_WRONLY)))
         attempt("sysrq", lambda: os.close(os.open("/proc/sysrq-trigger", os.O_WRONLY)))
+        # The session driver's pipe to the host: a forged reply would become the observation.
+        attempt("driver-pipe", lambda: os.close(os.open("/proc/1/fd/1", os.O_WRONLY)))
         with open({marker!r}, "w") as fh:
             fh.write("inside")
         print("caps", [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0])
@@ -123,7 +128,7 @@ def test_actions_cannot_escape_the_sandbox(env: DesktopEnv, host_http_port: int)
     res = env.step(probe)
     out = res.observation.split("Output:\n", 1)[1]
     assert "ALLOWED" not in out, out
-    for what in ("host-http", "internet", "core_pattern", "sysrq"):
+    for what in ("host-http", "internet", "core_pattern", "sysrq", "driver-pipe"):
         assert f"{what} denied" in out, out
     assert "caps 0000000000000000" in out
     assert not os.path.exists(marker)  # written in the episode's own layer only

@@ -251,7 +251,18 @@ def _wait_for(cond, limit, what):
     raise RuntimeError(f"{what} did not come up within {limit} s")
 
 
+def _private():
+    """Make this process non-dumpable: its /proc entries (fd, mem) then need CAP_SYS_PTRACE,
+    which no sandboxed process holds, so an action program cannot write forged replies
+    into the pipe to the host or read the requests."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+
+
 def main():
+    _private()
+
     def send(obj):
         sys.stdout.write(json.dumps(obj) + "\n")
         sys.stdout.flush()
