@@ -84,6 +84,7 @@ class Session:
             self._start(argv, cwd="/workspace")
         want = len(apps)
         _wait_for(lambda: len(self.windows()) >= want and self._apps_ready(want), 30, "the applications' windows")
+        self.last = None
         self.settle()
 
     def _start(self, argv, cwd="/"):
@@ -208,16 +209,20 @@ class Session:
         lines.append(f"Focused: {focus or 'nothing'}")
         return "\n".join(lines)
 
-    def settle(self, limit=3.0):
-        """Wait until two looks at the desktop, a short pause apart, agree."""
-        deadline = time.monotonic() + limit
+    def settle(self, before=None, limit=3.0, unchanged=1.0):
+        """Wait until two looks at the desktop, a short pause apart, agree. A desktop still
+        equal to ``before`` (what it showed before the action) is watched ``unchanged``
+        seconds longer: on a loaded machine an application may not yet have handled the
+        input when the program ends."""
+        t0 = time.monotonic()
         prev = self.observe()
-        while time.monotonic() < deadline:
+        while time.monotonic() - t0 < limit:
             time.sleep(0.15)
             now = self.observe()
-            if now == prev:
-                return now
+            if now == prev and (now != before or time.monotonic() - t0 >= unchanged):
+                break
             prev = now
+        self.last = prev
         return prev
 
     def exec(self, code, timeout):
@@ -231,7 +236,7 @@ class Session:
             out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
         ran = time.monotonic() - t0
-        obs = self.settle()
+        obs = self.settle(before=self.last)
         return {"exit_code": rc, "stdout": out[-4000:], "stderr": err[-4000:], "timed_out": timed_out,
                 "run_s": round(ran, 3), "observation": obs, "alive": self.apps_alive()}
 
@@ -273,7 +278,7 @@ def main():
     except Exception as exc:
         send({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
         return
-    send({"ok": True, "observation": session.observe()})
+    send({"ok": True, "observation": session.last})
     for line in sys.stdin:
         req = json.loads(line)
         try:
