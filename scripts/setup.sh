@@ -49,5 +49,8 @@ python3 -m agentworld.envs.swe >/dev/null
 # The Debian root every sandbox starts from (debootstrap, once; cached in the user cache dir).
 if [ "$(id -u)" -eq 0 ] && [ "${AGENTWORLD_SKIP_ROOTFS:-0}" != "1" ]; then
   python3 -m agentworld.envs.sandbox.rootfs >/dev/null
+  # The desktop (os) root: the same packages plus Xvfb, D-Bus, AT-SPI, openbox, mousepad,
+  # galculator and xdotool, and pyautogui from PyPI (about 5 minutes, once).
+  python3 -m agentworld.envs.os.rootfs >/dev/null
 fi
 echo "[setup] done: $(agentworld --version 2>/dev/null || echo agentworld installed)"

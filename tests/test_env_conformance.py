@@ -86,6 +86,18 @@ def _search(tmp_path: Path) -> Setup:
                  actions=[_call("web_search", query="bash"), DEFAULT_ACTION])
 
 
+def _os(tmp_path: Path) -> Setup:
+    from agentworld.envs.os.rootfs import desktop_rootfs
+    from agentworld.envs.sandbox import SandboxUnavailable
+
+    _need_sandbox()
+    try:
+        desktop_rootfs(build=False)
+    except SandboxUnavailable as exc:
+        pytest.skip(f"desktop root filesystem missing: {exc}")
+    return Setup(options={"task": "calc_keyboard"}, actions=["import pyautogui\npyautogui.write('42')", "DONE"], ends=True)
+
+
 def _sim(tmp_path: Path) -> Setup:
     from agentworld.models import WorldModel, load_backend
     from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
@@ -124,10 +136,11 @@ SETUPS: dict[str, Callable[[Path], Setup]] = {
     "swe-v1": _swe,
     "mcp-v1": _mcp,
     "search-v1": _search,
+    "os-v1": _os,
     "sim-v1": _sim,
     "fictional-search-v1": _fictional,
 }
-MARKS = {"terminal-v1": [pytest.mark.sandbox], "swe-v1": [pytest.mark.sandbox, pytest.mark.slow]}
+MARKS = {"terminal-v1": [pytest.mark.sandbox], "os-v1": [pytest.mark.sandbox], "swe-v1": [pytest.mark.sandbox, pytest.mark.slow]}
 
 
 @pytest.mark.parametrize("env_id", [pytest.param(e, marks=MARKS.get(e, [])) for e in registered()])

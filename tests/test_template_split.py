@@ -20,12 +20,13 @@ def _registries() -> dict[str, tuple[list[str], dict[str, str] | None]]:
     """Each domain's templates and families, as ``agentworld collect`` splits them."""
     from agentworld.envs.mcp import TEMPLATES as MCP
     from agentworld.envs.mcp.tasks import template_families
+    from agentworld.envs.os import TEMPLATES as OS
     from agentworld.envs.search import TEMPLATES as SEARCH
     from agentworld.envs.swe import REPOS
     from agentworld.envs.terminal import TEMPLATES as TERMINAL
 
     return {"terminal": (TERMINAL.names(), TERMINAL.families()), "mcp": (sorted(MCP), template_families()),
-            "search": (sorted(SEARCH), None), "swe": (sorted(REPOS), None)}
+            "search": (sorted(SEARCH), None), "swe": (sorted(REPOS), None), "os": (OS.names(), OS.families())}
 
 
 def test_split_is_deterministic_disjoint_and_complete() -> None:
@@ -83,7 +84,7 @@ def _template(task: str | None) -> str:
     return task.split(":")[1] if task and task.startswith("repair:") else str(task)
 
 
-@pytest.mark.parametrize("domain", ["terminal", "mcp", "search", "swe"])
+@pytest.mark.parametrize("domain", ["terminal", "mcp", "search", "swe", "os"])
 def test_shipped_benchmark_holds_out_whole_templates(domain: str) -> None:
     from agentworld.data.split import turn_fingerprint
 

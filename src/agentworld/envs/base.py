@@ -130,6 +130,7 @@ _REGISTRY: dict[str, Callable[..., Env] | str] = {
     "swe-v1": "agentworld.envs.swe.env:SweEnv",
     # A device or emulator over adb (kwargs: serial, adb_path...); none runs on our machines.
     "android-v1": "agentworld.envs.android.env:AndroidEnv",
+    "os-v1": "agentworld.envs.os.env:DesktopEnv",
     # The simulator (kwargs: world_model, scenario...) and the fictional-world search
     # environment (kwargs: world, question...), made like any real environment.
     "sim-v1": "agentworld.sim.env:SimEnv",

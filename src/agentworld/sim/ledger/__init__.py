@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from agentworld.domains import domain_of_task
 from agentworld.sim.ledger.base import Conflict, LedgerRules, LedgerState, NoLedger, parse_tool_call
+from agentworld.sim.ledger.os import DesktopLedger
 from agentworld.sim.ledger.search import SearchLedger
 from agentworld.sim.ledger.terminal import ShellLedger
 from agentworld.sim.ledger.tools import ToolLedger
 
 
 def ledger_for(domain: str) -> LedgerRules:
-    """The ledger rules of a domain (GUI domains have none yet)."""
+    """The ledger rules of a domain (web and android have none yet)."""
     d = domain_of_task(domain)
     if d == "terminal":
         return ShellLedger()
@@ -19,6 +20,8 @@ def ledger_for(domain: str) -> LedgerRules:
         return ToolLedger()
     if d == "search":
         return SearchLedger()
+    if d == "os":
+        return DesktopLedger()
     return NoLedger()
 
 

@@ -50,6 +50,9 @@ class LedgerState(BaseModel):
     memory: dict[str, str] = Field(default_factory=dict)
     pages: dict[str, str] = Field(default_factory=dict)
     """URL -> the first extraction of its text, so later extractions agree."""
+    windows: list[str] = Field(default_factory=list)
+    """Titles of the open desktop windows (GUI domains), in the order the screen lists them."""
+    active_window: str | None = None
 
     # -- helpers the domain rules share ---------------------------------------------
     def abspath(self, path: str) -> str:
@@ -96,6 +99,8 @@ class LedgerState(BaseModel):
             lines.append(f"memory[{k}] = {v}")
         for url in self.pages:
             lines.append(f"page {url} was already extracted (extract it identically)")
+        for title in self.windows:
+            lines.append(f"window {title!r} is open" + (" and active" if title == self.active_window else ""))
         text = "\n".join(lines)
         return text if len(text) <= max_chars else text[: max_chars - 20] + "\n... (older facts cut)"
 

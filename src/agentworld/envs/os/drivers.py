@@ -1,0 +1,154 @@
+"""Who acts on the desktop: a task's script or an LLM agent (code-action protocol).
+
+Both record through :class:`~agentworld.envs.record.RecordTurns` and drop the turns
+whose state did not change (SPEC section 5: the observation equals the one before, up
+to whitespace): the state chain reads the same without them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from agentworld.domains import get_domain
+from agentworld.envs.agent import AgentConfig as ToolAgentConfig
+from agentworld.envs.agent import open_client
+from agentworld.envs.os.env import SPECIAL, DesktopEnv
+from agentworld.envs.os.task import DesktopTask
+from agentworld.envs.record import RecordTurns
+from agentworld.records.trajectory import Provenance, Trajectory
+
+ENVIRONMENT = "os/debian-bookworm-xvfb"
+_FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
+
+
+def _provenance(task: DesktopTask, seed: int, agent: str) -> Provenance:
+    return Provenance(source="real", environment=ENVIRONMENT, task=task.name, seed=seed, agent=agent,
+                      created_at=datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.split()) == " ".join(b.split())
+
+
+class _Recorder:
+    """RecordTurns that forgets a turn whose observation repeats the previous one."""
+
+    def __init__(self, env: DesktopEnv):
+        self.rec = RecordTurns(env)
+        self.last = ""
+        self.dropped = 0
+
+    def reset(self, **kw: Any) -> str:
+        self.last = self.rec.reset(**kw).observation
+        return self.last
+
+    def step(self, action: str) -> Any:
+        res = self.rec.step(action)
+        if _same(res.observation, self.last) and not (res.terminated or res.truncated):
+            self.rec.turns.pop()
+            self.dropped += 1
+        self.last = res.observation
+        return res
+
+
+def run_scripted(env: DesktopEnv, task: DesktopTask, *, seed: int, trajectory_id: str,
+                 max_steps: int = 40) -> Trajectory:
+    """Play the task's script in a fresh episode and record the turns that changed something."""
+    if task.script is None:
+        raise ValueError(f"os task {task.name!r} has no script")
+    rec = _Recorder(env)
+    gen = task.script(rec.reset(seed=seed, options={"task": task}))
+    obs: str | None = None
+    for _ in range(max_steps):
+        try:
+            action = next(gen) if obs is None else gen.send(obs)
+        except StopIteration:
+            break
+        res = rec.step(action)
+        obs = res.observation
+        if res.terminated or res.truncated:
+            break
+    prov = _provenance(task, seed, "scripted")
+    return rec.rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
+
+
+@dataclass
+class AgentConfig(ToolAgentConfig):
+    """The shared agent config with the desktop's budget; actions are Python programs."""
+
+    max_turns: int = 15
+    temperature: float = 0.2
+    max_tokens: int = 1024
+    max_invalid: int = 3
+
+
+def agent_system_prompt(task: DesktopTask) -> str:
+    spec = get_domain("os")
+    return (
+        "You operate a Linux desktop to complete a task. After each action you see the desktop's "
+        "accessibility tree (role, name, position, size, states), the window list and the focus.\n\n"
+        f"Task: {task.description}\n\nAction format: {spec.action_space} The screen is 1280x800; "
+        "`xdotool` is installed.\n\nReply with exactly one action: a Python program in a ```python block, "
+        "or WAIT. When the task is complete, reply DONE; if it cannot be done, reply FAIL."
+    )
+
+
+def parse_agent_reply(text: str) -> str | None:
+    """The program in a model's reply, a special action word, or None when there is none."""
+    body = text.strip()
+    if (word := body.upper().strip("`. ")) in SPECIAL:
+        return word
+    blocks = _FENCE.findall(body)
+    if blocks:
+        code = blocks[-1].strip()
+        return code or None
+    if "pyautogui" in body or "xdotool" in body:
+        return body  # a bare program
+    return None
+
+
+async def run_agent(env: DesktopEnv, task: DesktopTask, config: AgentConfig, *, seed: int, trajectory_id: str,
+                    client: Any = None) -> Trajectory:
+    """Let the model act until it says DONE/FAIL, runs out of turns, or stops giving actions."""
+    own = client is None
+    client = client or open_client(config)
+    rec = _Recorder(env)
+    try:
+        first = await asyncio.to_thread(rec.reset, seed=seed, options={"task": task})
+        messages: list[dict[str, str]] = [{"role": "system", "content": agent_system_prompt(task)},
+                                          {"role": "user", "content": first}]
+        invalid, steps, finished = 0, 0, "max_steps"
+        while steps < config.max_turns:
+            reply = await client.chat.completions.create(
+                model=config.model, messages=messages, temperature=config.temperature, max_tokens=config.max_tokens)
+            text = reply.choices[0].message.content or ""
+            messages.append({"role": "assistant", "content": text})
+            action = parse_agent_reply(text)
+            if action in ("DONE", "FAIL"):
+                finished = action.lower()
+                break
+            if action is None:
+                invalid += 1
+                if invalid >= config.max_invalid:
+                    finished = "invalid_actions"
+                    break
+                messages.append({"role": "user", "content": "That was not a valid action. Reply with one Python "
+                                 "program in a ```python block (pyautogui), or WAIT, DONE or FAIL."})
+                continue
+            invalid = 0
+            steps += 1
+            res = await asyncio.to_thread(rec.step, action)
+            messages.append({"role": "user", "content": res.observation})
+            if res.terminated or res.truncated:
+                finished = "terminated"
+                break
+        prov = _provenance(task, seed, config.model)
+        prov.finished = finished
+        return rec.rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
+    finally:
+        if own:
+            await client.close()
