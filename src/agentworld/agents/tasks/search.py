@@ -81,7 +81,7 @@ def leaks(task: SearchAgentTask, world: FictionalWorld, *, queries: list[str] | 
     assert task.question is not None
     subjects = task.question.evidence[:1]
     found = []
-    for q in [task.instruction, *subjects, *(queries or [])]:
+    for q in [task.question.text, *subjects, *(queries or [])]:
         for page in world._index().search(q, 10):
             snip = page.snippet
             for ans in task.answers:
@@ -125,7 +125,8 @@ def _make(family: str, seed: int, ctx: TaskContext, rng: random.Random, pick_sql
     urls = [p.url for p in world.pages.values() if p.title in evidence]
     solution = [_call("web_search", query=evidence[0]), *(_call("web_extractor", url=u) for u in urls[:3]),
                 _call("submit_answer", answer=answers if len(answers) > 1 else answers[0])]
-    return SearchAgentTask(family=family, seed=seed, instruction=text, env_id="fictional-search-v1",
+    instruction = f"{text} Give the answer with the submit_answer tool."
+    return SearchAgentTask(family=family, seed=seed, instruction=instruction, env_id="fictional-search-v1",
                            env_kwargs={"world": str(path), "questions": [question]},
                            reset_options={"question": question.id}, solution=solution, question=question,
                            world=str(path), max_turns=10)
