@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld.agents.policy import Policy
-from agentworld.agents.runner import Episode, Mode, episode_key, run_episode
+from agentworld.agents.runner import Episode, episode_key, run_episode
 from agentworld.agents.stats import mean_t, wilson
 from agentworld.agents.tasks import AgentTask, JudgeFn
 from agentworld.jsonl import JsonlAppender, LineError, read_jsonl, run_lock

@@ -204,3 +204,46 @@ def list_tasks(domain: Annotated[str | None, typer.Option(help="Only this domain
     for name in family_names(domain):
         t.add_row(name, family(name).domain)
     out.print(t)
+
+
+@app.command()
+def train(
+    config: Annotated[Path | None, typer.Option("--config", help="YAML config (see configs/agent/train.yaml).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Policy to train: a checkpoint folder, or 'smol'.")] = None,
+    task: TaskOpt = None,
+    mode: Annotated[str | None, typer.Option("--mode", "-m", help="sim (the simulator, default) or real.")] = None,
+    world_model: Annotated[str | None, typer.Option("--world-model", "-w", metavar="SPEC", help="The simulator's world model.")] = None,
+    world: WorldOpt = None,
+    out_dir: Annotated[str | None, typer.Option("--out", "-o", help="Output folder; a rerun resumes from its last checkpoint.")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Stop after this many optimizer steps.")] = None,
+    lora: Annotated[bool | None, typer.Option("--lora/--no-lora", help="Train a LoRA adapter instead of all weights.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE override of any config key (repeatable).")] = None,
+) -> None:
+    """Multi-turn GRPO of the policy on seeded tasks (TRL's environment hook), rewarded by the task grader."""
+    from rich.markup import escape
+
+    from agentworld.config import ConfigError, parse_overrides
+    from agentworld.train.common import TrainInputError
+
+    if config is not None and not config.exists():
+        raise fail(f"no such config file: {config}", "start from configs/agent/train.yaml")
+    flags = {"model": model, "tasks": task, "mode": mode, "world_model": world_model, "world": str(world) if world else None,
+             "output_dir": out_dir, "max_steps": max_steps, "lora": lora}
+    try:
+        from agentworld.agents.train import load_agent_config, train_agent
+
+        overrides = {**parse_overrides(set_ or []), **{k: v for k, v in flags.items() if v is not None}}
+        cfg = load_agent_config(config, overrides)
+    except ConfigError as exc:
+        raise fail(escape(str(exc)), "see configs/agent/train.yaml for the keys") from None
+    except ImportError as exc:
+        raise fail(f"training needs {exc.name or 'an optional dependency'}", "pip install 'agentworld[train]'") from None
+    console.print(f"[bold]agent GRPO[/]: {cfg.model} on {', '.join(cfg.tasks)} ({cfg.mode}) -> {cfg.output_dir}")
+    try:
+        result = train_agent(cfg)
+    except (TrainInputError, KeyError, ValueError, FileNotFoundError) as exc:
+        hint = getattr(exc, "hint", None) or "check the config (configs/agent/train.yaml)"
+        raise fail(str(exc.args[0] if isinstance(exc, KeyError) else exc), hint) from None
+    if result.resumed_from:
+        console.print(f"resumed from {result.resumed_from}")
+    out.print(f"{result.output_dir}: {result.global_step} steps; {json.dumps(result.metrics)}")

@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 from agentworld.envs.base import Env
 from agentworld.records.trajectory import Trajectory
-from agentworld.sim.scenario import Scenario
 from agentworld.seeding import keyed_rng
+from agentworld.sim.scenario import Scenario
 
-Decider = Literal["sandbox", "mcp", "world_db", "ledger", "rule_judge", "llm_judge"]
+Decider = Literal["sandbox", "mcp", "world_db", "ledger", "replay", "rule_judge", "llm_judge"]
 
 JudgeFn = Callable[[str, Trajectory], bool | None]
 """An LLM judge: (what must hold, the episode) -> whether it holds (None: no verdict)."""
