@@ -18,7 +18,7 @@ from agentworld.agents.tasks import family
 from agentworld.cli import app
 from agentworld.models import GenerationConfig, WorldModel
 from agentworld.models.tiny import build_tiny_checkpoint
-from agentworld.records.trajectory import Trajectory
+from agentworld.records.trajectory import Trajectory, Turn
 
 
 @pytest.fixture(scope="module")
@@ -118,3 +118,29 @@ def test_cli_eval_real_and_sim_side_by_side(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "fictional world" in res.output
     res = CliRunner().invoke(app, ["agent", "rollout", "-t", "nope", "-o", str(tmp_path / "x.jsonl")])
     assert res.exit_code == 2 and "unknown task family" in res.output
+
+
+def test_model_judge_without_a_verdict_leaves_it_to_the_rule_judge(tiny: Path) -> None:
+    """A judge model that answers neither YES nor NO gives no verdict; the rule judge decides."""
+    from agentworld.agents.judge import model_judge
+    from agentworld.agents.tasks.terminal import FAMILIES
+    from agentworld.models import load_backend
+    from agentworld.sim.ledger import LedgerState
+
+    judge = model_judge(load_backend("hf", path=tiny), config=GenerationConfig(max_tokens=4))
+    task = FAMILIES.get("term-sort-names").instance(0)
+    traj = Trajectory(id="j", domain="terminal", task_description=task.instruction)
+    assert judge("sorted.txt is sorted", traj) in (None, True, False)
+
+    class SimLike:
+        ledger = LedgerState()
+
+    task.seed_ledger(SimLike.ledger)
+    grade = task.grade(SimLike(), traj, judge=lambda _r, _t: None)
+    assert grade.decided_by == ["ledger"]  # untouched path: decided from the starting files
+    traj.turns.append(Turn(
+        action='[{"keystrokes": "sort names.txt > sorted.txt\\n", "duration": 1}]', observation="root@sandbox:/workspace# "))
+    grade = task.grade(SimLike(), traj, judge=lambda _r, _t: None)
+    assert (grade.success, grade.decided_by) == (False, ["rule_judge"])
+    # the model judge itself: it answers (llm_judge) or gives no verdict (rule_judge)
+    assert task.grade(SimLike(), traj, judge=judge).decided_by[0] in ("llm_judge", "rule_judge")
