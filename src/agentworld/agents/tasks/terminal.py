@@ -67,7 +67,7 @@ class TerminalAgentTask(AgentTask):
         typed = _typed(trajectory)
         out = []
         for c in self.checks:
-            verdict = ledger_decides(c, ledger, typed) if isinstance(c, FileCheck) else None
+            verdict = ledger_decides(c, ledger, trajectory, typed) if isinstance(c, FileCheck) else None
             out.append(CheckResult(c.name, verdict, "ledger", c.weight) if verdict is not None
                        else judge_check(c, trajectory, typed, judge))
         return Grade(tuple(out))

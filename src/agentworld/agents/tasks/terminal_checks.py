@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agentworld.agents.tasks.base import CheckResult, Decider, JudgeFn
-from agentworld.domains.terminal import typed_text
+from agentworld.domains.terminal import effects, typed_text
 from agentworld.domains.terminal.effects import NO_SUCH
 from agentworld.records.trajectory import Trajectory
 from agentworld.sim.ledger import LedgerState
@@ -111,21 +111,40 @@ def _typed(traj: Trajectory) -> list[str]:
     return out
 
 
-def ledger_decides(check: FileCheck, ledger: LedgerState, typed: list[str]) -> bool | None:
-    """The check on the ledger, or None when an action touched the path in a way the ledger
-    did not follow (it knows only writes whose content is certain)."""
+_READ_ONLY = ("cat", "head", "tail", "nl", "less", "more", "grep", "wc", "ls", "stat", "file", "diff", "cmp", "jq")
+
+
+def _unfollowed(name: str, traj: Trajectory, typed: list[str]) -> bool:
+    """Whether an accepted action named ``name`` without the ledger knowing what it did to it
+    (``sort > f``, ``sed -i``, ``chmod``...): then the ledger's view of the path may be stale."""
+    for line, turn in zip(typed, traj.turns, strict=True):
+        if name not in line:
+            continue
+        found = effects(turn.action, turn.observation)
+        if found.failed:
+            continue  # the screen says it failed: nothing happened, as the ledger has it
+        if any(name in (posixpath.basename(op.target), posixpath.basename(op.source)) for op in found.ops
+               if op.kind != "read"):
+            continue
+        words = line.split()
+        if words and words[0] in _READ_ONLY and ">" not in line:
+            continue
+        return True
+    return False
+
+
+def ledger_decides(check: FileCheck, ledger: LedgerState, traj: Trajectory, typed: list[str]) -> bool | None:
+    """The check on the ledger, or None when the ledger cannot tell: an action touched the
+    path in a way it did not follow (it knows only writes whose content is certain), or the
+    check is on file modes, which it does not track."""
     path = posixpath.normpath(check.path)
-    gone = any(path == d or path.startswith(d.rstrip("/") + "/") for d in ledger.deleted)
+    if _unfollowed(posixpath.basename(path), traj, typed):
+        return None
     if path in ledger.files:
-        return check.holds(ledger.files[path])
+        return None if check.kind == "executable" else check.holds(ledger.files[path])
     if path in ledger.dirs:
         return check.holds(None, is_dir=True)
-    if gone:
-        return check.holds(None)
-    name = posixpath.basename(path)
-    if any(name in line for line in typed):
-        return None  # touched by a command whose effect the ledger cannot know
-    return check.holds(None)  # never created, never touched
+    return check.holds(None)  # deleted, or never created
 
 
 def rule_judge(check: Check, traj: Trajectory, typed: list[str]) -> bool:
