@@ -23,7 +23,8 @@ from agentworld.records.trajectory import Trajectory, Turn
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "ckpt")
+    # one checkpoint for every agents test module of the session (build_tiny_checkpoint reuses it)
+    return build_tiny_checkpoint(tmp_path_factory.getbasetemp() / "agents-tiny")
 
 
 def test_confidence_intervals() -> None:

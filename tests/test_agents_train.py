@@ -54,11 +54,11 @@ def test_tool_episode_object_in_the_simulator(mcp_wm: WorldModel) -> None:
 
 
 @pytest.mark.slow
-def test_grpo_steps_save_and_resume(tmp_path: Path, source: Path) -> None:
+def test_grpo_steps_save_and_resume(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, source: Path) -> None:
     from agentworld.agents.train import train_agent
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    tiny = build_tiny_checkpoint(tmp_path / "tiny")
+    tiny = build_tiny_checkpoint(tmp_path_factory.getbasetemp() / "agents-tiny")  # shared with test_agents_runner
     wm = WorldModel(load_backend("retrieval", source=source, domain="terminal"))
     base = {"model": str(tiny), "tasks": ["term-write-file"], "seeds": 2, "mode": "sim", "output_dir": str(tmp_path / "out"),
             "max_completion_length": 16, "max_tool_calling_iterations": 2, "num_generations": 2,
