@@ -145,3 +145,16 @@ def test_model_judge_without_a_verdict_leaves_it_to_the_rule_judge(tiny: Path) -
     assert (grade.success, grade.decided_by) == (False, ["rule_judge"])
     # the model judge itself: it answers (llm_judge) or gives no verdict (rule_judge)
     assert task.grade(SimLike(), traj, judge=judge).decided_by[0] in ("llm_judge", "rule_judge")
+
+
+def test_protocols_read_the_trained_tool_format() -> None:
+    """What `agent train` teaches (tool calls to terminal/call_tool) is read at evaluation too."""
+    from agentworld.agents.protocol import TerminalProtocol, ToolProtocol
+
+    term = TerminalProtocol().parse('<tool_call>{"name": "terminal", "arguments": {"command": "ls -la"}}</tool_call>')
+    assert json.loads(term.action or "")[0]["keystrokes"] == "ls -la\n"
+    assert TerminalProtocol().parse('[{"keystrokes": "pwd\\n", "duration": 1}]').action
+    assert TerminalProtocol().parse('{"done": true}').done and TerminalProtocol().parse("hmm").invalid
+    tool = ToolProtocol().parse('<tool_call>{"name": "call_tool", "arguments": {"name": "read_graph", "arguments": "{}"}}</tool_call>')
+    assert json.loads(tool.action or "") == {"name": "read_graph", "arguments": {}}
+    assert ToolProtocol().parse("All done.").done

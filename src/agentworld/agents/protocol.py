@@ -9,13 +9,14 @@ text protocol, so any backend -- a local ``hf``/``smol`` model included -- can p
 from __future__ import annotations
 
 import abc
+import json
 from dataclasses import dataclass
 
 from agentworld.agents.tasks import AgentTask
 from agentworld.envs.agent import action_text, system_prompt, text_calls, tool_response
 from agentworld.envs.mcp.agent import INSTRUCTIONS as TOOL_INSTRUCTIONS
 from agentworld.envs.terminal.drivers import agent_system_prompt, parse_agent_reply
-from agentworld.envs.terminal.task import TerminalTask
+from agentworld.envs.terminal.task import TerminalTask, cmd
 from agentworld.models.base import Message
 from agentworld.records.trajectory import SimContext
 
@@ -56,6 +57,11 @@ class TerminalProtocol(Protocol):
 
     def parse(self, text: str) -> Reply:
         action = parse_agent_reply(text)
+        if action is None:
+            # A policy trained by `agent train` calls the terminal as a tool: terminal(command).
+            calls = [a for n, a in text_calls(text) if n == "terminal" and isinstance(a, dict)]
+            if calls and isinstance(calls[0].get("command"), str):
+                return Reply(action=cmd(calls[0]["command"]))
         return Reply(done=True) if action == "" else Reply(action=action)
 
     def observation(self, observation: str) -> str:
@@ -75,10 +81,24 @@ class ToolProtocol(Protocol):
         if not calls:
             return Reply(done=True)  # an answer without a tool call ends the episode, as in collection
         name, args = calls[0]  # one call a turn: the next one may depend on this result
+        if name == "call_tool" and isinstance(args, dict) and isinstance(args.get("name"), str):
+            # a policy trained by `agent train` reaches every tool through call_tool(name, arguments)
+            inner = args.get("arguments", {})
+            name, args = args["name"], decode_or_keep(inner)
         return Reply(action=action_text(name, args))
 
     def observation(self, observation: str) -> str:
         return tool_response(observation)
+
+
+def decode_or_keep(arguments: object) -> object:
+    """Arguments given as a JSON string decoded, anything else as it is."""
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except json.JSONDecodeError:
+            return arguments
+    return arguments
 
 
 def protocol_for(domain: str) -> Protocol:
