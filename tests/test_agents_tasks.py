@@ -113,6 +113,9 @@ def test_terminal_sim_grade_ledger_then_judges() -> None:
     assert (g.success, g.decided_by) == (True, ["rule_judge"])
     ledger, traj = play(("sort names.txt > sorted.txt", "sort names.txt > sorted.txt\nroot@sandbox:/workspace# "))
     assert task.grade(_SimLike(ledger), traj).success is False  # no evidence on any screen
+    # a reader whose output is redirected writes the file: what it shows is not the file's content
+    ledger, traj = play(("cat names.txt | sort > sorted.txt", f"cat names.txt | sort > sorted.txt\n{want}\nroot@sandbox:/workspace# "))
+    assert task.grade(_SimLike(ledger), traj).success is False
     # an LLM judge, when given, decides instead of the rule judge
     g = task.grade(_SimLike(ledger), traj, judge=lambda requirement, _t: "sorted.txt" in requirement)
     assert (g.success, g.decided_by) == (True, ["llm_judge"])

@@ -111,7 +111,9 @@ def _typed(traj: Trajectory) -> list[str]:
     return out
 
 
-_READ_ONLY = ("cat", "head", "tail", "nl", "less", "more", "grep", "wc", "ls", "stat", "file", "diff", "cmp", "jq")
+_READ_ONLY = ("cat", "head", "tail", "nl", "less", "more", "grep", "wc", "ls", "stat", "file", "diff", "cmp", "jq",
+              "chmod", "chown")
+"""Commands that leave a file's content as it was (modes are never the ledger's to decide)."""
 
 
 def _unfollowed(name: str, traj: Trajectory, typed: list[str]) -> bool:
@@ -159,8 +161,8 @@ def rule_judge(check: Check, traj: Trajectory, typed: list[str]) -> bool:
     for line, turn in zip(reversed(typed), reversed(traj.turns), strict=True):
         if name not in line:
             continue
-        if not line.lstrip().startswith(_READERS):
-            return False  # changed after the last look: no evidence of the end state
+        if not line.lstrip().startswith(_READERS) or ">" in line:
+            return False  # changed after the last look (a redirect writes): no evidence of the end state
         shown = turn.observation.split("\n", 1)[1] if "\n" in turn.observation else ""
         missing = bool(NO_SUCH.search(shown))
         if check.kind in ("absent",):
