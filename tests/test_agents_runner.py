@@ -158,3 +158,16 @@ def test_protocols_read_the_trained_tool_format() -> None:
     tool = ToolProtocol().parse('<tool_call>{"name": "call_tool", "arguments": {"name": "read_graph", "arguments": "{}"}}</tool_call>')
     assert json.loads(tool.action or "") == {"name": "read_graph", "arguments": {}}
     assert ToolProtocol().parse("All done.").done
+
+
+def test_a_world_model_failure_is_an_error_not_a_failed_task(mcp_wm: WorldModel, tmp_path: Path) -> None:
+    """A simulator that cannot answer (a retrieval index without search turns) makes an
+    episode with an error, left out of the statistics and played again on a rerun."""
+    from agentworld.agents.tasks import TaskContext
+    from agentworld.sim.worlds import build_world
+
+    world = build_world(tmp_path / "world.sqlite", seed=1)
+    task = family("search-birth-year").instance(0, TaskContext(world=str(world)))
+    ep = asyncio.run(run_episode(ScriptedPolicy("scripted"), task, mode="sim", world_model=mcp_wm))
+    assert ep.finished == "error" and "SimulatorError" in (ep.error or "")
+    assert summarize([ep])["overall"]["sim"]["errors"] == 1

@@ -50,6 +50,10 @@ class Episode(BaseModel):
     trajectory: dict[str, Any] | None = None
 
 
+class SimulatorError(RuntimeError):
+    """The world model gave no valid observation: the episode says nothing about the agent."""
+
+
 def episode_key(mode: str, task: AgentTask) -> str:
     return f"{mode}/{task.id}"
 
@@ -130,6 +134,9 @@ async def run_episode(policy: Policy, task: AgentTask, *, mode: Mode = "real", w
             invalid = 0
             res = await session.step(reply.action)
             sent += 1
+            if mode == "sim" and res.info.get("error"):
+                # The world model failed (not the agent): no grade, and a rerun plays it again.
+                raise SimulatorError(str(res.info["error"]))
             messages.append({"role": "user", "content": proto.observation(res.observation)})
             if final(reply.action):
                 finished = "final_action"
