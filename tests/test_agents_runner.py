@@ -115,6 +115,18 @@ def test_cli_eval_real_and_sim_side_by_side(tmp_path: Path) -> None:
     fam = summary["families"]["term-rename-file"]
     assert fam["real"]["success"]["value"] == 1.0 and fam["real"]["success"]["n"] == 2 and "gap" in fam
     assert report.with_suffix(".md").read_text().startswith("| family |")
+    # perturbed simulation: the spec travels in the settings, the injections in the trajectory
+    pert = Path(__file__).parents[1] / "configs" / "perturbations" / "terminal-faults.yaml"
+    res = CliRunner().invoke(app, ["agent", "rollout", "-t", "term-make-dirs", "-n", "1", "-m", "sim", "-w",
+                                   f"retrieval:{src},domain=terminal", "--perturbations", str(pert),
+                                   "-o", str(tmp_path / "p.jsonl")])
+    assert res.exit_code == 0, res.output
+    [ep], _ = read_episodes(tmp_path / "p.jsonl")
+    assert ep.settings["perturbations"]["rules"] and ep.error is None
+    assert all("injections" in t["metadata"] for t in ep.trajectory["turns"])
+    res = CliRunner().invoke(app, ["agent", "rollout", "-m", "sim", "--perturbations", str(tmp_path / "none.yaml"),
+                                   "-o", str(tmp_path / "q.jsonl")])
+    assert res.exit_code == 2 and "bad --perturbations" in res.output
     res = CliRunner().invoke(app, ["agent", "rollout", "-t", "search", "-n", "1", "-o", str(tmp_path / "x.jsonl")])
     assert res.exit_code == 2 and "fictional world" in res.output
     res = CliRunner().invoke(app, ["agent", "rollout", "-t", "nope", "-o", str(tmp_path / "x.jsonl")])

@@ -43,7 +43,9 @@ def test_terminal_episode_object_is_rewarded_by_the_sandbox() -> None:
 
 
 def test_tool_episode_object_in_the_simulator(mcp_wm: WorldModel) -> None:
-    rt = _Runtime(load_agent_config(None, {"mode": "sim"}), world_model=mcp_wm)
+    pert = Path(__file__).parents[1] / "configs" / "perturbations" / "flaky-api.yaml"
+    rt = _Runtime(load_agent_config(None, {"mode": "sim", "perturbations": str(pert)}), world_model=mcp_wm)
+    assert rt.perturbations is not None and rt.perturbations.rules
     ep = ToolEpisode(rt)
     ep.reset(family_name="mcp-mem-entities", seed=0)
     call = json.loads(family("mcp-mem-entities").instance(0).solution[0])

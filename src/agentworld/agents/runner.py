@@ -61,14 +61,15 @@ def episode_key(mode: str, task: AgentTask) -> str:
 class _Session:
     """The environment side of an episode: real (blocking calls in a thread) or simulated (async)."""
 
-    def __init__(self, task: AgentTask, mode: Mode, world_model: WorldModel | None):
+    def __init__(self, task: AgentTask, mode: Mode, world_model: WorldModel | None, perturbations: Any = None):
         self.task, self.mode = task, mode
         if mode == "sim":
             if world_model is None:
                 raise ValueError("the simulator needs a world model")
             from agentworld.sim.env import SimEnv
 
-            self.sim: Any = SimEnv(world_model, task.scenario(), checks=getattr(task, "sim_checks", list)())
+            self.sim: Any = SimEnv(world_model, task.scenario(), checks=getattr(task, "sim_checks", list)(),
+                                   perturbations=perturbations)
             self.env: Env = self.sim
         else:
             self.sim = None
@@ -101,9 +102,10 @@ class _Session:
 
 async def run_episode(policy: Policy, task: AgentTask, *, mode: Mode = "real", world_model: WorldModel | None = None,
                       judge: JudgeFn | None = None, max_turns: int | None = None, max_invalid: int = 3,
-                      settings: dict[str, Any] | None = None) -> Episode:
+                      settings: dict[str, Any] | None = None, perturbations: Any = None) -> Episode:
     """Play ``task`` with ``policy`` and grade it; failures of the environment or the model
-    become an episode with ``error`` set (reward 0), never an exception."""
+    become an episode with ``error`` set (reward 0), never an exception. ``perturbations``
+    (a :class:`~agentworld.sim.PerturbationSpec`) apply to simulated episodes."""
     t0 = time.monotonic()
     limit = max_turns or task.max_turns
     proto = protocol_for(task.domain)
@@ -111,7 +113,7 @@ async def run_episode(policy: Policy, task: AgentTask, *, mode: Mode = "real", w
             "settings": settings or {}}
     session = None
     try:
-        session = await asyncio.to_thread(_Session, task, mode, world_model)
+        session = await asyncio.to_thread(_Session, task, mode, world_model, perturbations)
         first, ctx = await session.reset()
         messages = proto.start(task, first, ctx)
         sent = invalid = 0

@@ -45,6 +45,7 @@ class AgentFields(TrainFields):
     world_model: str = opt("smol", "Backend spec of the simulator's world model (mode: sim).")
     world_model_options: dict[str, Any] = opt({}, "More options of the world model's backend.")
     world: str = opt("", "Fictional world database for search tasks.")
+    perturbations: str = opt("", "Perturbation spec (YAML, configs/perturbations/) applied to simulated episodes.")
     chat_template: str = opt("qwen2.5", "The policy's tool-calling chat template: qwen2.5 (TRL's) where the model's own "
                              "cannot render tool calls, or own.")
 
@@ -81,6 +82,11 @@ class _Runtime:
         self.mode = config.mode
         self.context = TaskContext(world=config.world or None)
         self.wm = world_model
+        self.perturbations = None
+        if config.perturbations:
+            from agentworld.sim.perturb import PerturbationSpec
+
+            self.perturbations = PerturbationSpec.load(config.perturbations)
 
     def open(self, task: AgentTask) -> Any:
         from agentworld.envs.base import make
@@ -89,7 +95,8 @@ class _Runtime:
         if self.mode == "sim":
             from agentworld.sim.env import SimEnv
 
-            return SimEnv(self.wm, task.scenario(), checks=getattr(task, "sim_checks", list)())
+            return SimEnv(self.wm, task.scenario(), checks=getattr(task, "sim_checks", list)(),
+                          perturbations=self.perturbations)
         return RecordTurns(make(task.env_id, **task.env_kwargs))
 
 

@@ -33,6 +33,7 @@ TempOpt = Annotated[float, typer.Option(help="The policy's sampling temperature.
 TokOpt = Annotated[int, typer.Option(help="The policy's completion token limit per reply.")]
 SampleSeedOpt = Annotated[int | None, typer.Option("--sample-seed", help="Seed of the policy's sampling (varied per task and turn).")]
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Empty the output file first.")]
+PerturbOpt = Annotated[Path | None, typer.Option("--perturbations", help="Perturbation spec (YAML, configs/perturbations/) for simulated episodes.")]
 
 
 def _modes(mode: list[str] | None, default: list[str]) -> list[str]:
@@ -69,7 +70,7 @@ def _policy(spec: str, opts: list[str] | None, temperature: float, max_tokens: i
 
 
 def _play(*, task, seeds, seed_start, mode, policy, policy_opt, world_model, wm_opt, world, judge, out_path, concurrency,
-          max_turns, temperature, max_tokens, sample_seed, overwrite) -> list[Any]:
+          max_turns, temperature, max_tokens, sample_seed, overwrite, perturbations=None) -> list[Any]:
     """Run what is missing from ``out_path`` and return every episode of the selection."""
     from agentworld.agents.judge import model_judge
     from agentworld.agents.policy import describe
@@ -85,8 +86,17 @@ def _play(*, task, seeds, seed_start, mode, policy, policy_opt, world_model, wm_
     done, errors = read_episodes(out_path)
     report_line_errors(errors)
     pol = _policy(policy, policy_opt, temperature, max_tokens, sample_seed)
+    spec = None
+    if perturbations is not None:
+        from agentworld.sim.perturb import PerturbationSpec
+
+        try:
+            spec = PerturbationSpec.load(perturbations)
+        except (OSError, ValueError) as exc:
+            raise fail(f"bad --perturbations {perturbations}: {exc}") from None
     settings = {**describe(pol), "max_turns": max_turns,
-                "world_model": str(backend_spec(world_model, wm_opt, flag="--world-model")) if "sim" in mode else None}
+                "world_model": str(backend_spec(world_model, wm_opt, flag="--world-model")) if "sim" in mode else None,
+                **({"perturbations": spec.model_dump(mode="json")} if spec is not None else {})}
     try:
         check_settings(out_path, [e.settings for e in done], settings, "episodes")
     except SettingsMismatch as exc:
@@ -101,7 +111,7 @@ def _play(*, task, seeds, seed_start, mode, policy, policy_opt, world_model, wm_
             async def go() -> list[Any]:
                 try:
                     return await rollout(pol, work, out_path, settings=settings, world_model=wm, judge=judge_fn,
-                                         concurrency=concurrency, max_turns=max_turns,
+                                         concurrency=concurrency, max_turns=max_turns, perturbations=spec,
                                          on_episode=lambda _ep: bar.advance(bar_task))
                 finally:
                     await pol.aclose()
@@ -129,13 +139,13 @@ def rollout(
     policy: PolicyOpt = "scripted", policy_opt: PolicyOptOpt = None, world_model: WmOpt = "smol", wm_opt: WmOptOpt = None,
     world: WorldOpt = None, judge: JudgeOpt = None, out_path: OutOpt = Path("runs/agent/rollout.jsonl"),
     concurrency: ConcOpt = 2, max_turns: TurnsOpt = None, temperature: TempOpt = 0.0, max_tokens: TokOpt = 256,
-    sample_seed: SampleSeedOpt = None, overwrite: OverwriteOpt = False,
+    sample_seed: SampleSeedOpt = None, overwrite: OverwriteOpt = False, perturbations: PerturbOpt = None,
 ) -> None:
     """Play N seeded tasks per family (concurrent, resumable); each line: a graded episode and its trajectory."""
     eps = _play(task=task, seeds=seeds, seed_start=seed_start, mode=_modes(mode, ["real"]), policy=policy,
                 policy_opt=policy_opt, world_model=world_model, wm_opt=wm_opt, world=world, judge=judge,
                 out_path=out_path, concurrency=concurrency, max_turns=max_turns, temperature=temperature,
-                max_tokens=max_tokens, sample_seed=sample_seed, overwrite=overwrite)
+                max_tokens=max_tokens, sample_seed=sample_seed, overwrite=overwrite, perturbations=perturbations)
     ok = [e for e in eps if not e.error]
     if ok:
         out.print(f"success {sum(e.success for e in ok)}/{len(ok)}, mean reward {sum(e.reward for e in ok) / len(ok):.3f}")
@@ -149,7 +159,7 @@ def evaluate(
     world: WorldOpt = None, judge: JudgeOpt = None, out_path: OutOpt = Path("runs/agent/eval.jsonl"),
     report: Annotated[Path | None, typer.Option(help="Write the summary as JSON here and as Markdown next to it (.md).")] = None,
     concurrency: ConcOpt = 2, max_turns: TurnsOpt = None, temperature: TempOpt = 0.0, max_tokens: TokOpt = 256,
-    sample_seed: SampleSeedOpt = None, overwrite: OverwriteOpt = False,
+    sample_seed: SampleSeedOpt = None, overwrite: OverwriteOpt = False, perturbations: PerturbOpt = None,
 ) -> None:
     """Success rate (Wilson 95% CI) and mean reward (t 95% CI) per task family, real and simulated side by side, with the sim-to-real gap."""
     from agentworld.agents.rollout import markdown, summarize
@@ -157,7 +167,7 @@ def evaluate(
     eps = _play(task=task, seeds=seeds, seed_start=seed_start, mode=_modes(mode, ["real", "sim"]), policy=policy,
                 policy_opt=policy_opt, world_model=world_model, wm_opt=wm_opt, world=world, judge=judge,
                 out_path=out_path, concurrency=concurrency, max_turns=max_turns, temperature=temperature,
-                max_tokens=max_tokens, sample_seed=sample_seed, overwrite=overwrite)
+                max_tokens=max_tokens, sample_seed=sample_seed, overwrite=overwrite, perturbations=perturbations)
     summary = summarize(eps)
     out.print(_table(summary))
     if report is not None:
