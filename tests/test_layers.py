@@ -1,7 +1,7 @@
 """Imports run one way: no module imports a higher layer, lazily or not.
 
 Layers, low to high (a module may import its own layer and any lower one):
-records and formats -> models -> judge -> envs -> data, sim, train -> bench -> cli.
+records and formats -> models -> judge -> envs -> data, sim, train, agents -> bench -> cli.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ LAYERS: dict[str, int] = {
     "models": 1,
     "judge": 2,
     "envs": 3,
-    **dict.fromkeys(["data", "sim", "train"], 4),
+    **dict.fromkeys(["data", "sim", "train", "agents"], 4),
     "bench": 5,
     "cli": 6,
 }

@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 HELP = "Language world models: record real environments, build data, train, evaluate and serve simulators."
-GROUPS = ("data", "collect", "bench", "sim", "env", "train", "predict")
+GROUPS = ("data", "collect", "bench", "sim", "env", "train", "predict", "agent")
 """Command groups, each the ``app`` of ``agentworld.cli.<name>``."""
 COMMANDS = {"serve": ("predict", "serve")}
 """Top-level commands: name -> (module, function)."""

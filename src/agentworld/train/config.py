@@ -214,6 +214,14 @@ TRAINERS = tuple(_SPECS)
 """The trainer kinds: cpt, sft, gspo."""
 
 
+def register_trainer(kind: str, spec: TrainerSpec) -> None:
+    """Add a trainer defined in another package (the agent trainer, ``agentworld.agents.train``),
+    so its config is generated, saved beside checkpoints and read back like these."""
+    if _SPECS.get(kind, spec) != spec:
+        raise ValueError(f"trainer {kind!r} is already registered")
+    _SPECS[kind] = spec
+
+
 def _import(target: str) -> type:
     module, _, name = target.partition(":")
     return getattr(importlib.import_module(module), name)
