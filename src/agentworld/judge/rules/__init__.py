@@ -10,42 +10,53 @@ defaults for most) says what its output looks like.
 First, answers that are no attempt score 1 everywhere: empty where the environment
 prints something, the action copied back, or only praise / words to a judge.
 
-- ``factuality``: the real output's content, reproduced or contradicted. Pieces the
-  session fixes exactly (truth lines seen earlier or in the action, the action's
-  literal values the truth repeats, the terminal echo line) count half, found share;
-  the rest of the truth is matched as whole units (lines; for mcp ``key=value`` per
-  JSON leaf) and as value tokens (``08:29:35`` is one token, so a changed digit is a
-  miss). Altered copies of real units (same build, other values) multiply the result
-  down, impossible dates/times halve it, a contradiction costs one point: stating a
-  wrong value costs more than leaving it out.
+Each observation splits into its frame -- what every answer carries whatever happened
+(a terminal's echo line and next prompt, a shell tool's working-directory and exit-code
+footer) -- and its body, the action's result.
+
+- ``factuality``: the real output's content, reproduced or contradicted. The frame
+  counts a quarter; the body the rest, matched as whole units (lines; for mcp
+  ``key=value`` per JSON leaf) and as value tokens (``08:29:35`` is one token, so a
+  changed digit is a miss), recall weighted over precision (F2): content left out
+  costs less than content stated wrongly. Pieces of the body the session fixes
+  exactly (truth lines seen earlier or in the action, the action's literal values the
+  truth repeats) are matched on their own and weigh their share of the body, so half
+  of the fixed output earns about half. Altered copies of real units (same build,
+  other values) multiply the result down, impossible dates/times halve it, a
+  contradiction costs one point.
 - ``consistency``: with the action and the session. Not an answer to this action
   scores 1: terminal -- echo of another command, or output not shaped like the
   command's (``ls -l`` rows, grep hits, a diff, pytest summary); mcp -- an error of
-  another tool; search -- another page's ``URL:``, results under other queries; swe --
-  another file than the real answer's, lines outside the view range, another working
-  directory; all -- none of the action's values the truth repeats. Otherwise the
-  share of the truth's session-grounded tokens (names, paths, values seen earlier,
-  boilerplate such as a repeated prompt excluded) pred repeats, minus 2 per
+  another tool; search -- another tool's kind of answer (a memory entry for a web
+  search), another page's ``URL:``, results under other queries; swe -- an editor
+  answer for a shell command or the reverse, another file than the real answer's,
+  lines outside the view range, another working directory; all -- none of the
+  action's values the truth repeats (matched as whole words). Otherwise the share of
+  the real body's session-grounded tokens (names, paths, values seen earlier,
+  boilerplate such as a repeated prompt excluded) pred's body repeats, minus 2 per
   contradiction (at most two): a fact differing from an earlier observation, a
   session value replaced in a copied unit (``rm -f *.o comet`` after building
   ``falcon``), a field the call sets echoed with another value, another user@host or
-  working directory in the prompt, isError flipped.
-- ``realism``: the domain's kind of output for this action (terminal: no output, an
-  error, the command's output shape, a full-screen program; mcp: result, error
-  result, other JSON, text; search: results, page, memory answer; swe: view, edit,
-  created, editor error, command output) matching the truth's, with length proportion
-  and line-shape similarity; minus 2 per kind of text no environment prints (praise,
-  words to a judge, chat fences) and 3 for impossible dates/times. At most 2 for
-  another action's output.
+  working directory in the prompt, isError flipped, an earlier turn's output repeated
+  where the real output is new (stale).
+- ``realism``: could the environment print this for this action: its kind of output
+  (terminal: no output, an error, the command's output shape, a full-screen program;
+  mcp: result, error result, other JSON, text; search: results, page, memory answer;
+  swe: view, edit, created, editor error, command output) matching the truth's (0.4),
+  laid out as the domain lays it out (the format fraction, 0.4) and of a plausible
+  length (0.2); minus 2 per kind of text no environment prints (praise, words to a
+  judge, chat fences) and 3 for impossible dates/times. Another action's output is at
+  most 3 when it is this action's kind of output, else 1.
 - ``format``: the domain layout (terminal: echo line, final prompt exactly when the
   truth ends with one, no chat wrapping, line shapes; mcp: strict JSON of the same
-  type with the same keys; search: ``[n] url`` blocks with Title/Snippet, numbered
-  from 1, similar count; swe: numbered views with consecutive, matching numbers;
-  web/os/android: tree or markup rules) weighted 0.7 with the kind match 0.3 for the
-  domains that type their kinds; minus 2 with reader-directed text.
-- ``quality``: the overall verdict -- the mean of the factuality and consistency
-  scores and completeness (share of the truth's units present, exactly or with token
-  F1 >= 0.8, on the 1-5 scale), rounded.
+  type with the same keys; search: ``[n] url`` blocks each Title then Snippet,
+  numbered from 1, similar count; swe: numbered views with consecutive, matching
+  numbers; web/os/android: tree or markup rules) weighted 0.7 with the kind match 0.3
+  for the domains that type their kinds; minus 2 with reader-directed text.
+- ``quality``: the overall verdict -- the geometric mean of the factuality,
+  consistency and realism scores and completeness (share of the real body's units
+  present, exactly or with token F1 >= 0.8, on the 1-5 scale), rounded: an answer is
+  as useful as its weakest side.
 
 Fractions map to 1-5 as ``1 + round(4 * f)``. A prediction that is truncated, missing or
 failed scores 1 on every dimension (a valid, bad judgement -- not a judge failure).

@@ -497,11 +497,14 @@ class DomainRules:
         run's result shown again after the state moved on), or None."""
         p_units = self.units(self.body(pred))
         t_units = self.units(self.body(sample.ground_truth))
-        if not p_units or sorted(p_units) == sorted(t_units):
+        # Units pred states that the real output does not: all of pred is earlier output,
+        # and some of it is not this output (a shared ``isError=false`` alone is not stale).
+        extra = [u for u in p_units if u not in set(t_units)]
+        if not extra:
             return None
         seen = {u for _, obs in sample.history() for u in self.units(self.body(obs))}
         if all(u in seen for u in p_units) and not all(u in seen for u in t_units):
-            return f"repeats earlier output ({p_units[0][:50]!r}) where the real output is new"
+            return f"repeats earlier output ({extra[0][:50]!r}) where the real output is new"
         return None
 
     def history_contradictions(self, pred: str, sample: BenchSample) -> list[str]:

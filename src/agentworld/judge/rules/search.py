@@ -49,7 +49,8 @@ class SearchRules(DomainRules):
         nums = [n for n, _, _ in p]
         numbered = all(n == 1 if i == 0 else n in (nums[i - 1] + 1, 1) for i, n in enumerate(nums))
         count = min(len(p), len(t)) / max(len(p), len(t))
-        frac = 0.5 * well_formed + 0.25 * float(numbered) + 0.25 * count
+        # Numbering and count are the layout of well-formed blocks: broken ones have neither.
+        frac = well_formed * (0.5 + 0.25 * float(numbered) + 0.25 * count)
         return frac, {"blocks": len(p), "well_formed": round(well_formed, 3), "count_ratio": round(count, 3)}
 
 
