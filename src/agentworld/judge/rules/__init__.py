@@ -129,9 +129,9 @@ def factuality_fraction(rules: DomainRules, sample: BenchSample, pred: str) -> t
     """The real observation's content reproduced (0-1), and the measurements behind it.
 
     The body (the observation without its frame) is matched as whole units and as value
-    tokens, recall-weighted; pieces of it the session fixes exactly count half of it.
-    The frame counts ``FRAME_WEIGHT``. Altered copies of real units multiply the result
-    down."""
+    tokens, recall-weighted; pieces of it the session fixes exactly are matched on their
+    own and weigh their share of its tokens. The frame counts ``FRAME_WEIGHT``. Altered
+    copies of real units multiply the result down."""
     truth = sample.ground_truth
     t_body, p_body = rules.body(truth), rules.body(pred)
     t_units, p_units = rules.units(t_body), rules.units(p_body)
