@@ -55,6 +55,9 @@ def test_another_tools_kind_of_answer_is_off_action(samples) -> None:
     created = "File created successfully at: /workspace/toolz/toolz/notes.py"
     scores, details = score_observation(swe, created)
     assert "created answer" in details["off_action"] and scores["realism"] == 1
+    # Text neither the editor nor the shell prints (no editor message, no footer).
+    scores, details = score_observation(swe, "The grep command searches the package for the function.")
+    assert "neither tool" in details["off_action"] and scores["consistency"] == 1
 
 
 def test_off_action_output_of_the_right_kind_keeps_some_realism(samples) -> None:

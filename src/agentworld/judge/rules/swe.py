@@ -71,6 +71,10 @@ class SweRules(DomainRules):
         known = all(k in _EDITOR_KINDS or k.startswith("command ") for k in (want, got))
         if known and (want in _EDITOR_KINDS) != (got in _EDITOR_KINDS):
             return f"a {got} answer where the tool prints {want}"
+        # Both tools mark what they print (the editor's messages, the shell's footer):
+        # text with neither (prose about the call, a cut-off fragment) is neither's output.
+        if got == "text" and (want in _EDITOR_KINDS or want.startswith("command ")):
+            return f"text that neither tool prints, where the tool prints {want}"
         call = read_tool_call(sample.action)
         if call is None:
             return None
