@@ -29,7 +29,8 @@ footer) -- and its body, the action's result.
   command's (``ls -l`` rows, grep hits, a diff, pytest summary); mcp -- an error of
   another tool; search -- another tool's kind of answer (a memory entry for a web
   search), another page's ``URL:``, results under other queries; swe -- an editor
-  answer for a shell command or the reverse, another file than the real answer's,
+  answer for a shell command or the reverse, text neither tool prints (no editor
+  message, no shell footer), another file than the real answer's,
   lines outside the view range, another working directory; all -- none of the
   action's values the truth repeats (matched as whole words). Otherwise the share of
   the real body's session-grounded tokens (names, paths, values seen earlier,
