@@ -64,6 +64,20 @@ def test_agreement_with_the_labels_does_not_regress(agreement, rows) -> None:
         assert all(rho[d] >= 0.5 for d in DIMENSIONS), (split, rho)
 
 
+def test_agreement_on_the_harder_subset(agreement, rows) -> None:
+    """Without the ground truth and the no-attempt items (which make agreement easy) the
+    scorer still ranks real, imperfect answers as the reviewers did. Measured after the
+    second round (tuned on dev) on the 217 items: total dev 0.93, test 0.83 (0.85 on the
+    first 195 items, before the 22 model answers were added); the weakest dimension test
+    quality 0.66."""
+    for split, goal in (("dev", 0.9), ("test", 0.8)):
+        part = [r for r in rows if r["split"] == split and r["source"] != "ground_truth"
+                and r["source"] not in agreement.NO_ATTEMPT]
+        rho = {c: agreement.spearman([r["label"][c] for r in part], [r["rule"][c] for r in part]) for c in agreement.COLUMNS}
+        assert rho["total"] >= goal, (split, rho)
+        assert all(rho[d] >= 0.5 for d in DIMENSIONS), (split, rho)
+
+
 def test_spearman_without_scipy_matches_scipy(agreement) -> None:
     a, b = [1, 2, 2, 3, 5, 4, 1], [2, 2, 3, 3, 5, 5, 1]
     fallback = float(__import__("numpy").corrcoef(agreement._ranks(__import__("numpy").array(a, float)),

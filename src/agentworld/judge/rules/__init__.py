@@ -10,42 +10,54 @@ defaults for most) says what its output looks like.
 First, answers that are no attempt score 1 everywhere: empty where the environment
 prints something, the action copied back, or only praise / words to a judge.
 
-- ``factuality``: the real output's content, reproduced or contradicted. Pieces the
-  session fixes exactly (truth lines seen earlier or in the action, the action's
-  literal values the truth repeats, the terminal echo line) count half, found share;
-  the rest of the truth is matched as whole units (lines; for mcp ``key=value`` per
-  JSON leaf) and as value tokens (``08:29:35`` is one token, so a changed digit is a
-  miss). Altered copies of real units (same build, other values) multiply the result
-  down, impossible dates/times halve it, a contradiction costs one point: stating a
-  wrong value costs more than leaving it out.
+Each observation splits into its frame -- what every answer carries whatever happened
+(a terminal's echo line and next prompt, a shell tool's working-directory and exit-code
+footer) -- and its body, the action's result.
+
+- ``factuality``: the real output's content, reproduced or contradicted. The frame
+  counts a quarter; the body the rest, matched as whole units (lines; for mcp
+  ``key=value`` per JSON leaf) and as value tokens (``08:29:35`` is one token, so a
+  changed digit is a miss), recall weighted over precision (F2): content left out
+  costs less than content stated wrongly. Pieces of the body the session fixes
+  exactly (truth lines seen earlier or in the action, the action's literal values the
+  truth repeats) are matched on their own and weigh their share of the body, so half
+  of the fixed output earns about half. Altered copies of real units (same build,
+  other values) multiply the result down, impossible dates/times halve it, a
+  contradiction costs one point.
 - ``consistency``: with the action and the session. Not an answer to this action
   scores 1: terminal -- echo of another command, or output not shaped like the
   command's (``ls -l`` rows, grep hits, a diff, pytest summary); mcp -- an error of
-  another tool; search -- another page's ``URL:``, results under other queries; swe --
-  another file than the real answer's, lines outside the view range, another working
-  directory; all -- none of the action's values the truth repeats. Otherwise the
-  share of the truth's session-grounded tokens (names, paths, values seen earlier,
-  boilerplate such as a repeated prompt excluded) pred repeats, minus 2 per
+  another tool; search -- another tool's kind of answer (a memory entry for a web
+  search), another page's ``URL:``, results under other queries; swe -- an editor
+  answer for a shell command or the reverse, text neither tool prints (no editor
+  message, no shell footer), another file than the real answer's,
+  lines outside the view range, another working directory; all -- none of the
+  action's values the truth repeats (matched as whole words). Otherwise the share of
+  the real body's session-grounded tokens (names, paths, values seen earlier,
+  boilerplate such as a repeated prompt excluded) pred's body repeats, minus 2 per
   contradiction (at most two): a fact differing from an earlier observation, a
   session value replaced in a copied unit (``rm -f *.o comet`` after building
   ``falcon``), a field the call sets echoed with another value, another user@host or
-  working directory in the prompt, isError flipped.
-- ``realism``: the domain's kind of output for this action (terminal: no output, an
-  error, the command's output shape, a full-screen program; mcp: result, error
-  result, other JSON, text; search: results, page, memory answer; swe: view, edit,
-  created, editor error, command output) matching the truth's, with length proportion
-  and line-shape similarity; minus 2 per kind of text no environment prints (praise,
-  words to a judge, chat fences) and 3 for impossible dates/times. At most 2 for
-  another action's output.
+  working directory in the prompt, isError flipped, an earlier turn's output repeated
+  where the real output is new (stale).
+- ``realism``: could the environment print this for this action: its kind of output
+  (terminal: no output, an error, the command's output shape, a full-screen program;
+  mcp: result, error result, other JSON, text; search: results, page, memory answer;
+  swe: view, edit, created, editor error, command output) matching the truth's (0.4),
+  laid out as the domain lays it out (the format fraction, 0.4) and of a plausible
+  length (0.2); minus 2 per kind of text no environment prints (praise, words to a
+  judge, chat fences) and 3 for impossible dates/times. Another action's output is at
+  most 3 when it is this action's kind of output, else 1.
 - ``format``: the domain layout (terminal: echo line, final prompt exactly when the
   truth ends with one, no chat wrapping, line shapes; mcp: strict JSON of the same
-  type with the same keys; search: ``[n] url`` blocks with Title/Snippet, numbered
-  from 1, similar count; swe: numbered views with consecutive, matching numbers;
-  web/os/android: tree or markup rules) weighted 0.7 with the kind match 0.3 for the
-  domains that type their kinds; minus 2 with reader-directed text.
-- ``quality``: the overall verdict -- the mean of the factuality and consistency
-  scores and completeness (share of the truth's units present, exactly or with token
-  F1 >= 0.8, on the 1-5 scale), rounded.
+  type with the same keys; search: ``[n] url`` blocks each Title then Snippet,
+  numbered from 1, similar count; swe: numbered views with consecutive, matching
+  numbers; web/os/android: tree or markup rules) weighted 0.7 with the kind match 0.3
+  for the domains that type their kinds; minus 2 with reader-directed text.
+- ``quality``: the overall verdict -- the geometric mean of the factuality,
+  consistency and realism scores and completeness (share of the real body's units
+  present, exactly or with token F1 >= 0.8, on the 1-5 scale), rounded: an answer is
+  as useful as its weakest side.
 
 Fractions map to 1-5 as ``1 + round(4 * f)``. A prediction that is truncated, missing or
 failed scores 1 on every dimension (a valid, bad judgement -- not a judge failure).
@@ -53,6 +65,8 @@ failed scores 1 on every dimension (a valid, bad judgement -- not a judge failur
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from agentworld.judge.rules import android, mcp, os, search, swe, terminal, web
@@ -65,6 +79,7 @@ from agentworld.judge.rules._common import (
     length_proportion,
     meta_hits,
     multiset_f1,
+    norm,
     only_meta,
     praise_hits,
     shape_similarity,
@@ -103,6 +118,53 @@ def _no_answer(reason: str) -> tuple[dict[str, int], dict[str, Any]]:
     return dict.fromkeys(DIMENSIONS, 1), {"reason": reason}
 
 
+# Recall counts this many times as much as precision in the content match: content left
+# out costs less than content stated wrongly, which altered copies charge on their own.
+RECALL_BETA = 2.0
+# The frame's share of factuality when the real observation has one (the echo line and
+# prompt of a screen): right, but it says little of what the action did.
+FRAME_WEIGHT = 0.25
+
+
+def factuality_fraction(rules: DomainRules, sample: BenchSample, pred: str) -> tuple[float, dict[str, Any]]:
+    """The real observation's content reproduced (0-1), and the measurements behind it.
+
+    The body (the observation without its frame) is matched as whole units and as value
+    tokens, recall-weighted; pieces of it the session fixes exactly are matched on their
+    own and weigh their share of its tokens. The frame counts ``FRAME_WEIGHT``. Altered
+    copies of real units multiply the result down."""
+    truth = sample.ground_truth
+    t_body, p_body = rules.body(truth), rules.body(pred)
+    t_units, p_units = rules.units(t_body), rules.units(p_body)
+    frame = list((Counter(rules.units(truth)) - Counter(t_units)).elements())
+    frame_found = unit_recall(frame, rules.units(pred)) if frame else None
+    determined = rules.determined(sample)
+    in_body = [u for u in determined if norm(u) in norm(t_body)]
+    det = sum(rules.found(u, p_body) for u in in_body) / len(in_body) if in_body else None
+    if t_units:
+        open_match = 0.5 * multiset_f1(p_units, t_units, RECALL_BETA) + 0.5 * multiset_f1(
+            ws_tokens(p_body), ws_tokens(t_body), RECALL_BETA)
+    else:
+        # Nothing but the frame is due: invented output is wrong content.
+        open_match = float(not p_units)
+    # Fixed pieces weigh what they hold of the body: a file name on a page of new text
+    # is little of it, a file read back is all of it.
+    share = min(1.0, len(ws_tokens(" ".join(in_body))) / max(1, len(ws_tokens(t_body))))
+    content = open_match if det is None else share * det + (1 - share) * open_match
+    base = content if frame_found is None else FRAME_WEIGHT * frame_found + (1 - FRAME_WEIGHT) * content
+    altered, altered_examples = altered_share(rules.units(pred), rules.units(truth))
+    why = {
+        "determined_lines": len(determined),
+        "determined_found": None if det is None else round(det, 3),
+        "determined_share": round(share, 3),
+        "frame_found": None if frame_found is None else round(frame_found, 3),
+        "open_match": round(open_match, 3),
+        "altered_share": round(altered, 3),
+        "altered": altered_examples,
+    }
+    return base * (1 - altered), why
+
+
 def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, int], dict[str, Any]]:
     """Scores and the measurements behind them for one predicted observation."""
     if pred is None:
@@ -113,23 +175,19 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
         return _no_answer(why)
     meta = meta_hits(pred, truth)
 
-    # factuality: session-fixed pieces reproduced, the rest of the truth matched as whole
-    # units and value tokens; altered copies of real units and contradictions cost.
-    determined = rules.determined(sample)
-    det = sum(rules.found(u, pred) for u in determined) / len(determined) if determined else None
-    t_units, p_units = rules.units(truth), rules.units(pred)
-    open_match = 0.5 * multiset_f1(p_units, t_units) + 0.5 * multiset_f1(ws_tokens(pred), ws_tokens(truth))
-    altered, altered_examples = altered_share(p_units, t_units)
-    base = open_match if det is None else 0.5 * det + 0.5 * open_match
-    fact = base * (1 - altered)
+    fact, fact_why = factuality_fraction(rules, sample, pred)
     contradictions = rules.contradictions(pred, sample)
+    # Output repeated from an earlier turn is inconsistent with the session having moved
+    # on; what it misses of the real output factuality counts already.
+    stale = rules.stale_output(pred, sample)
     off_action = rules.answers_action(pred, sample)
 
     # consistency: an answer to this action, repeating what the session fixed, with no
     # contradiction of the action or of earlier turns.
-    recall, n_grounded = grounded_recall(pred, sample)
+    # The body's: the frame (a screen's echo line) repeats the action whatever happened.
+    recall, n_grounded = grounded_recall(rules.body(pred), sample, rules.body(truth))
     # Penalties count at most two contradictions: one more says little more.
-    n_contra = min(2, len(contradictions))
+    n_contra = min(2, len(contradictions) + bool(stale))
     consistency = to_scale(recall) - 2 * n_contra
     if off_action:
         consistency = 1
@@ -143,30 +201,35 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
     if impossible:
         fact *= 0.5
     fmt, fmt_why = rules.format_fraction(pred, truth, sample)
-    completeness = unit_recall(t_units, p_units, fuzzy=0.8)
+    completeness = unit_recall(rules.units(rules.body(truth)), rules.units(rules.body(pred)), fuzzy=0.8)
     scores = {
         "format": to_scale(0.7 * fmt + 0.3 * same_kind if rules.typed_kinds else fmt) - 2 * bool(meta),
         "factuality": max(1, to_scale(fact) - bool(contradictions)),
         "consistency": max(1, consistency),
-        "realism": to_scale(0.4 * same_kind + 0.3 * length + 0.3 * shape) - 2 * len(meta) - 3 * bool(impossible),
+        # realism: could the environment print this for this action -- its kind of
+        # output, laid out as the domain lays it out, of a plausible length.
+        "realism": to_scale(0.4 * same_kind + 0.4 * fmt + 0.2 * length) - 2 * len(meta) - 3 * bool(impossible),
     }
     if off_action:
-        # Another action's output: what it states is not this action's result.
+        # Another action's output: what it states is not this action's result. Output of
+        # the kind this action prints (another message echoed) could pass for a real
+        # one; another kind (a file view for a grep) could not.
         scores["factuality"] = min(scores["factuality"], 2)
-        scores["realism"] = min(scores["realism"], 2)
-    # quality is the overall verdict: right content, consistent with the session, complete.
-    scores["quality"] = round((scores["factuality"] + scores["consistency"] + to_scale(completeness)) / 3)
+        scores["realism"] = min(scores["realism"], 3 if same_kind else 1)
+    # quality is the overall verdict: right content, consistent with the session, complete,
+    # and the kind and length of output this action gets. A geometric mean: an observation
+    # is only as useful as its weakest side (complete but for another command is useless).
+    parts = (scores["factuality"], scores["consistency"], to_scale(completeness), max(1, scores["realism"]))
+    scores["quality"] = round(math.prod(parts) ** (1 / len(parts)))
     scores = {d: max(1, min(5, v)) for d, v in scores.items()}
     details = {
         "format": fmt_why,
+        "format_fraction": round(fmt, 3),
         "kind": {"prediction": kind_pred, "truth": kind_truth},
-        "determined_lines": len(determined),
-        "determined_found": None if det is None else round(det, 3),
-        "open_match": round(open_match, 3),
-        "altered_share": round(altered, 3),
-        "altered": altered_examples,
+        **fact_why,
         "factuality_fraction": round(fact, 3),
         "contradictions": contradictions,
+        "stale_output": stale,
         "off_action": off_action,
         "grounded_recall": round(recall, 3),
         "grounded_tokens": n_grounded,

@@ -74,15 +74,16 @@ def token_f1(pred: str, truth: str) -> float:
     return counts_f1(Counter(words(pred)), Counter(words(truth)))
 
 
-def counts_f1(p: Counter[str], t: Counter[str]) -> float:
-    """F1 of two word counts (1.0 when both are empty)."""
+def counts_f1(p: Counter[str], t: Counter[str], beta: float = 1.0) -> float:
+    """F1 of two word counts (1.0 when both are empty); with ``beta`` > 1 the F-beta
+    score, which weighs recall ``beta`` times as much as precision."""
     if not p and not t:
         return 1.0
     common = sum((p & t).values())
     if not common:
         return 0.0
     precision, recall = common / sum(p.values()), common / sum(t.values())
-    return 2 * precision * recall / (precision + recall)
+    return (1 + beta**2) * precision * recall / (beta**2 * precision + recall)
 
 
 def ws_tokens(text: str) -> list[str]:
@@ -98,9 +99,9 @@ def ws_tokens(text: str) -> list[str]:
     return out
 
 
-def multiset_f1(pred: list[str], truth: list[str]) -> float:
-    """F1 of two multisets (1.0 when both are empty)."""
-    return counts_f1(Counter(pred), Counter(truth))
+def multiset_f1(pred: list[str], truth: list[str], beta: float = 1.0) -> float:
+    """F1 (F-beta with ``beta``) of two multisets (1.0 when both are empty)."""
+    return counts_f1(Counter(pred), Counter(truth), beta)
 
 
 def altered_share(pred_units: list[str], truth_units: list[str]) -> tuple[float, list[str]]:
@@ -184,12 +185,13 @@ def session_tokens(sample: BenchSample) -> set[str]:
     return known
 
 
-def grounded_recall(pred: str, sample: BenchSample) -> tuple[float, int]:
+def grounded_recall(pred: str, sample: BenchSample, truth: str | None = None) -> tuple[float, int]:
     """Share of the truth's session-grounded tokens (tokens of the real observation that an
     earlier turn or the action already shows: names, paths, values written) that pred
-    repeats, and how many there are. An answer about other things misses them."""
+    repeats, and how many there are. An answer about other things misses them. ``truth``
+    is the part of the real observation to take them from (default: all of it)."""
     known = session_tokens(sample)
-    grounded = {t for t in ws_tokens(sample.ground_truth) if t in known and len(t) >= 3}
+    grounded = {t for t in ws_tokens(sample.ground_truth if truth is None else truth) if t in known and len(t) >= 3}
     if not grounded:
         return 1.0, 0
     mine = set(ws_tokens(pred))
@@ -271,6 +273,18 @@ def action_values(action: str) -> list[str]:
     else:
         values = [m.group(2) for m in _QUOTED.finditer(action)]
     return [v.strip() for v in values if len(v.strip()) >= 3]
+
+
+def mentions(text: str, value: str) -> bool:
+    """``value`` occurs in ``text`` as whole words (whitespace-normalised): the op ``list``
+    is not in ``groups_list(1)``, a path is in ``cat /srv/a.txt``."""
+    v = norm(value)
+    if not v:
+        return False
+    # Word boundaries only where the value itself starts or ends with a word character.
+    left = r"(?<!\w)" if re.match(r"\w", v) else ""
+    right = r"(?!\w)" if re.search(r"\w$", v) else ""
+    return re.search(left + re.escape(v) + right, norm(text)) is not None
 
 
 def line_shape(line: str) -> str:
@@ -428,6 +442,13 @@ class DomainRules:
         """The pieces completeness is counted in (default: non-blank lines)."""
         return text_lines(text)
 
+    def body(self, text: str) -> str:
+        """The observation without its frame: the lines every answer to any action
+        carries whatever the result (a terminal's echo line and next prompt). The frame
+        is cheap to get right and says little of the result, so factuality and
+        completeness weigh the body. Default: the whole text."""
+        return text
+
     def determined(self, sample: BenchSample) -> list[str]:
         """Pieces of the real observation that the session so far fixes exactly.
 
@@ -439,7 +460,7 @@ class DomainRules:
         truth = sample.ground_truth
         units = [ln for ln in text_lines(truth) if re.search(r"\w", ln) and ln in known]
         for value in action_values(sample.action):
-            if value in truth and value not in units:
+            if mentions(truth, value) and value not in units:
                 units.append(value)
         return units
 
@@ -455,8 +476,8 @@ class DomainRules:
         output), or None when it is. Default: the truth repeats some of the action's
         literal values (paths, names, typed text) and pred repeats none of them."""
         truth = sample.ground_truth
-        values = [v for v in action_values(sample.action) if norm(v) in norm(truth)]
-        if values and not any(norm(v) in norm(pred) for v in values):
+        values = [v for v in action_values(sample.action) if mentions(truth, v)]
+        if values and not any(mentions(pred, v) for v in values):
             return f"none of the action's values the real output repeats ({values[0][:40]!r}...)"
         return None
 
@@ -470,6 +491,21 @@ class DomainRules:
         out = self.history_contradictions(pred, sample)
         altered = altered_session_values(self.units(pred), self.units(sample.ground_truth), sample)
         return out + [c for c in altered if not any(c.split("'")[1] in x.lower() for x in out)]
+
+    def stale_output(self, pred: str, sample: BenchSample) -> str | None:
+        """Why ``pred`` repeats an earlier turn's output where the real one is new (the last
+        run's result shown again after the state moved on), or None."""
+        p_units = self.units(self.body(pred))
+        t_units = self.units(self.body(sample.ground_truth))
+        # Units pred states that the real output does not: all of pred is earlier output,
+        # and some of it is not this output (a shared ``isError=false`` alone is not stale).
+        extra = [u for u in p_units if u not in set(t_units)]
+        if not extra:
+            return None
+        seen = {u for _, obs in sample.history() for u in self.units(self.body(obs))}
+        if all(u in seen for u in p_units) and not all(u in seen for u in t_units):
+            return f"repeats earlier output ({extra[0][:50]!r}) where the real output is new"
+        return None
 
     def history_contradictions(self, pred: str, sample: BenchSample) -> list[str]:
         """Facts in ``pred`` that disagree with the history while the truth agrees with it."""

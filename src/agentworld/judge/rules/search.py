@@ -15,6 +15,17 @@ _PAGE_HEAD = re.compile(r"^URL: (\S+)", re.M)
 _MEMORY = re.compile(r"^(Added|Updated|Removed|Stored|Deleted) '|^\d+ entries:|^Error: key|^- [^:]+: ", re.M)
 
 _FIELDS = ("Title:", "Snippet:")
+_TOOL_KINDS = {"results", "page", "memory"}
+
+
+def _well_formed(body: list[str]) -> bool:
+    """A result block's lines (after its ``[n] url`` header) up to the next query heading:
+    Title first, then exactly one Snippet."""
+    lines = [x for x in body if x]
+    cut = next((i for i, x in enumerate(lines) if x.startswith("## ")), len(lines))
+    lines = lines[:cut]
+    fields = [x.split(":", 1)[0] + ":" for x in lines if x.startswith(_FIELDS)]
+    return bool(lines) and lines[0].startswith("Title:") and fields == list(_FIELDS)
 
 
 class SearchRules(DomainRules):
@@ -29,12 +40,17 @@ class SearchRules(DomainRules):
             return (shape if not p else shape / 2), {"result_page": False, "shape": round(shape, 3)}
         if not p:
             return 0.0, {"result_page": True, "blocks": 0}
-        well_formed = sum(all(any(x.startswith(f) for x in body) for f in _FIELDS) for _, _, body in p) / len(p)
+        # A block is its header, then Title, then one Snippet; field lines outside a block
+        # (their header lost) or in another block count as broken blocks.
+        good = sum(_well_formed(body) for _, _, body in p)
+        titles = sum(x.startswith("Title:") for x in pred.splitlines())
+        well_formed = good / max(len(p), titles)
         # Numbering counts up from 1; a batch of queries restarts it for each query.
         nums = [n for n, _, _ in p]
         numbered = all(n == 1 if i == 0 else n in (nums[i - 1] + 1, 1) for i, n in enumerate(nums))
         count = min(len(p), len(t)) / max(len(p), len(t))
-        frac = 0.5 * well_formed + 0.25 * float(numbered) + 0.25 * count
+        # Numbering and count are the layout of well-formed blocks: broken ones have neither.
+        frac = well_formed * (0.5 + 0.25 * float(numbered) + 0.25 * count)
         return frac, {"blocks": len(p), "well_formed": round(well_formed, 3), "count_ratio": round(count, 3)}
 
 
@@ -54,6 +70,11 @@ class SearchRules(DomainRules):
     def answers_action(self, pred: str, sample: Any) -> str | None:
         if (why := super().answers_action(pred, sample)) is not None:
             return why
+        # Each tool prints its own kind: results pages come from a search, a page with a
+        # URL: header from the extractor, entries from the memory tool.
+        want, got = self.kind(sample.ground_truth, sample), self.kind(pred, sample)
+        if want != got and {want, got} <= _TOOL_KINDS:
+            return f"a {got} answer where the tool prints a {want} answer"
         call = read_tool_call(sample.action)
         if call is None:
             return None

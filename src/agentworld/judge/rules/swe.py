@@ -13,6 +13,7 @@ from agentworld.tool_calls import read_tool_call
 NUMBERED = re.compile(r"^\s*(\d+)\t")
 _CWD = re.compile(r"^\[Current working directory: (.+)\]$", re.M)
 _EDITOR_PATH = re.compile(r"(?:running `cat -n` on|The file|File created successfully at:|in) (/\S+?)[:.]?(?:\s|$)", re.M)
+_EDITOR_KINDS = {"view", "edit", "created", "editor error"}
 _FOOTER = re.compile(r"^\[(Current working directory|Command finished with exit code).*\]$", re.M)
 
 
@@ -23,6 +24,10 @@ def numbered_lines(text: str) -> dict[int, str]:
 class SweRules(DomainRules):
     name = "swe"
     typed_kinds = True
+
+    def body(self, text: str) -> str:
+        """A shell tool's output without its working-directory and exit-code footer."""
+        return _FOOTER.sub("", text).strip("\n")
 
     def format_fraction(self, pred: str, truth: str, sample: Any) -> tuple[float, dict[str, Any]]:
         shape = shape_similarity(pred, truth)
@@ -60,6 +65,16 @@ class SweRules(DomainRules):
     def answers_action(self, pred: str, sample: Any) -> str | None:
         if (why := super().answers_action(pred, sample)) is not None:
             return why
+        # The editor and the shell print different things: one's answer for the other's call
+        # is another tool's output.
+        want, got = self.kind(sample.ground_truth, sample), self.kind(pred, sample)
+        known = all(k in _EDITOR_KINDS or k.startswith("command ") for k in (want, got))
+        if known and (want in _EDITOR_KINDS) != (got in _EDITOR_KINDS):
+            return f"a {got} answer where the tool prints {want}"
+        # Both tools mark what they print (the editor's messages, the shell's footer):
+        # text with neither (prose about the call, a cut-off fragment) is neither's output.
+        if got == "text" and (want in _EDITOR_KINDS or want.startswith("command ")):
+            return f"text that neither tool prints, where the tool prints {want}"
         call = read_tool_call(sample.action)
         if call is None:
             return None

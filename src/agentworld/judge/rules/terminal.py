@@ -31,6 +31,9 @@ class TerminalRules(DomainRules):
     name = "terminal"
     typed_kinds = True
 
+    def body(self, text: str) -> str:
+        return _body(text)
+
     def format_fraction(self, pred: str, truth: str, sample: Any) -> tuple[float, dict[str, Any]]:
         p, t = text_lines(pred), text_lines(truth)
         checks: dict[str, bool] = {}
