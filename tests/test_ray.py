@@ -131,3 +131,72 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(corpus: Path, tmp_
         assert (rerun.done, rerun.skipped, rerun.failed) == (1, 3, 0)
     ids = [t.provenance.job_id for t in read_trajectories(out)]
     assert sorted(ids) == sorted(j.job_id for j in jobs)
+
+
+# --- bench: a local model in Ray actors ------------------------------------------------
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "local"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from agentworld.models.tiny import build_tiny_checkpoint
+
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "ckpt", seed=1)
+
+
+def _texts(path: Path) -> dict[str, str]:
+    from agentworld.bench.infer import load_predictions
+
+    loaded = load_predictions(path)
+    assert not loaded.errors
+    return {uid: rec.prediction.text for (uid, _), rec in loaded.records.items()}
+
+
+@pytest.fixture(scope="module")
+def ray_predictions(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("infer") / "ray.jsonl"
+
+
+async def test_model_actors_predict_what_one_process_does_and_a_killed_one_loses_nothing(
+        tiny: Path, ray_predictions: Path, tmp_path: Path) -> None:
+    from agentworld.bench.infer import run_infer, select_samples
+    from agentworld.executors.actors import ActorBackend
+    from agentworld.models import GenerationConfig, WorldModel, load_backend
+    from agentworld.models.spec import parse_backend_spec
+    from agentworld.records.bench import load_bench_dir
+
+    samples = select_samples(load_bench_dir(BENCH).samples, domains=["terminal", "search"], limit=3)
+    config = GenerationConfig(max_tokens=8)
+    backend = ActorBackend.start(parse_backend_spec(f"hf:{tiny}"), ExecutorConfig(kind="ray", workers=2))
+    victim = backend.actors[0]
+    pid = ray.get(victim.pid.remote())
+    killed: list[int] = []
+
+    def kill_once(progress) -> None:
+        if progress.done == 1 and not killed:
+            ray.kill(victim, no_restart=False)  # Ray restarts it and retries the calls it held
+            killed.append(pid)
+
+    # Concurrency 2 over 2 actors: each holds one call at a time, unbatched, as -c 1 here.
+    async with WorldModel(backend, concurrency=2) as wm:
+        result = await run_infer(wm, samples, ray_predictions, config=config, on_progress=kill_once)
+        assert ray.get(victim.pid.remote()) != pid  # a new worker process holds the model now
+    assert killed and (result.done, result.failures) == (6, 0)
+    uids = [json.loads(x)["uid"] for x in ray_predictions.read_text().splitlines()]
+    assert sorted(uids) == sorted(s.uid for s in samples)  # nothing lost, nothing twice
+    async with WorldModel(load_backend("hf", path=tiny), concurrency=1) as wm:
+        await run_infer(wm, samples, tmp_path / "local.jsonl", config=config)
+    assert _texts(ray_predictions) == _texts(tmp_path / "local.jsonl")
+    lines = ray_predictions.read_text().splitlines()
+    assert {json.loads(x)["settings"]["backend"] for x in lines} == {"hf"}  # resumable by local runs too
+
+
+def test_cli_judge_takes_the_executor_options(ray_predictions: Path) -> None:
+    if not ray_predictions.exists():
+        pytest.skip("needs the predictions of the test above")
+    # The rule scorer runs here whatever the executor (only local-model judges go to actors).
+    res = CliRunner().invoke(app, ["bench", "judge", str(BENCH), "-p", str(ray_predictions), "-j", "rules",
+                                   "--executor", "ray", "--ray-workers", "1"])
+    assert res.exit_code == 0, res.output
+    assert "6 verdicts" in res.output

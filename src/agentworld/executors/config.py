@@ -65,15 +65,12 @@ def require_ray() -> ModuleType:
     return ray
 
 
-@contextmanager
-def ray_session(config: ExecutorConfig) -> Iterator[ModuleType]:
-    """Ray, connected to the configured cluster. A session that was already connected
-    (a test fixture, a notebook) is reused and left running; one started here is shut
-    down on exit."""
+def connect(config: ExecutorConfig) -> tuple[ModuleType, bool]:
+    """Ray, connected to the configured cluster, and whether this call started the
+    session. One already connected (a test fixture, a notebook) is reused as it is."""
     ray = require_ray()
     if ray.is_initialized():
-        yield ray
-        return
+        return ray, False
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
     if config.address != "auto":
         kwargs["address"] = config.address
@@ -85,10 +82,18 @@ def ray_session(config: ExecutorConfig) -> Iterator[ModuleType]:
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ExecutorUnavailable(f"cannot connect to the Ray cluster at {config.address!r}: {exc}",
                                   "start one with `ray start --head`, or pass --ray-address HOST:PORT") from None
+    return ray, True
+
+
+@contextmanager
+def ray_session(config: ExecutorConfig) -> Iterator[ModuleType]:
+    """:func:`connect` for a block: a session started here is shut down on exit."""
+    ray, started = connect(config)
     try:
         yield ray
     finally:
-        ray.shutdown()
+        if started:
+            ray.shutdown()
 
 
 def cluster_slots(ray: ModuleType, config: ExecutorConfig) -> tuple[int, bool]:
