@@ -200,3 +200,48 @@ def test_cli_judge_takes_the_executor_options(ray_predictions: Path) -> None:
                                    "--executor", "ray", "--ray-workers", "1"])
     assert res.exit_code == 0, res.output
     assert "6 verdicts" in res.output
+
+
+# --- data: the CPT builder's chunks in Ray Data --------------------------------------
+
+TRAJECTORIES = BENCH / "trajectories"
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Ten recorded trajectories per domain, one shard per domain (two tokenizing chunks)."""
+    from agentworld.records.trajectory import write_trajectories
+
+    folder = tmp_path_factory.mktemp("shards")
+    for f in sorted(TRAJECTORIES.glob("*.jsonl")):
+        if not f.name.endswith(".failures.jsonl"):
+            write_trajectories(folder / f.name, read_trajectories(f).items[:10])
+    return folder
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    # The resume log lists items as they finished, which no run orders: it is not the dataset.
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.name.endswith(".log.jsonl")}
+
+
+def test_cpt_build_in_ray_data_is_byte_for_byte_the_local_one(tiny: Path, shards: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    outputs = {}
+    for name, extra in (("local", ["--set", "workers=2"]), ("ray", ["--executor", "ray", "--ray-workers", "2"])):
+        out = tmp_path / name
+        res = runner.invoke(app, ["data", "build", "cpt", "-i", str(shards), "-o", str(out), "--exclude-bench",
+                                  str(BENCH), "--format", "both", "-s", f"tokenizer={tiny}", "-s", "max_length=32768",
+                                  "-s", "seed=3", *extra])
+        assert res.exit_code == 0, res.output
+        outputs[name] = _files(out)
+    ray_files, local_files = outputs["ray"], outputs["local"]
+    assert ray_files.keys() == local_files.keys() and any(k.endswith(".parquet") for k in ray_files)
+    for name in local_files.keys() - {"config.json", "report.json"}:  # those two name the output folder
+        assert ray_files[name] == local_files[name], name
+    reports = [json.loads(files["report.json"])["report"] for files in (ray_files, local_files)]
+    for r in reports:
+        r.pop("output")
+    assert reports[0] == reports[1] and reports[0]["rows"] > 0
+    res = runner.invoke(app, ["data", "build", "rl", "-i", str(shards), "--executor", "ray"])
+    assert res.exit_code == 2 and "ray builds cpt datasets" in res.output
