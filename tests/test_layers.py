@@ -1,7 +1,7 @@
 """Imports run one way: no module imports a higher layer, lazily or not.
 
 Layers, low to high (a module may import its own layer and any lower one):
-records and formats -> models -> judge -> envs -> data, sim, train -> bench -> cli.
+records and formats -> models, executors -> judge -> envs -> data, sim, train -> bench -> cli.
 """
 
 from __future__ import annotations

@@ -114,6 +114,9 @@ class RayPool:
             self._scan()
         opts = {**self._config.resources(), "max_retries": self._config.max_retries, "retry_exceptions": False}
         node = None
+        if self._bad and not self._ok:
+            raise ExecutorUnavailable("every Ray node with this environment's prerequisites has left the cluster",
+                                      "add nodes, then run the same command again: it resumes")
         if self._bad:
             # Some node lacks the prerequisites: pin each episode to the least loaded node that has them.
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -144,8 +147,9 @@ class RayPool:
             raise (exc.cause if isinstance(exc.cause, BaseException) else exc) from None
 
     def cancel(self, handles: Iterable[Any]) -> None:
+        # Not forced: the episode gets a KeyboardInterrupt and tears its sandbox down.
         for ref in handles:
-            self._ray.cancel(ref, force=True)
+            self._ray.cancel(ref)
 
 
 def _run_remote(fn: Callable[..., Any], *args: Any) -> Any:
