@@ -3,7 +3,7 @@ CPT data build and loss masking, each with the local executor and with Ray at 1 
 
 A local Ray cluster is started on 127.0.0.1 with --cpus CPUs (its start-up is printed
 apart, not counted). Collection records scripted search episodes on a small corpus built
-here; inference runs a tiny random hf checkpoint (built here) on benchmarks/local samples;
+here; inference runs a tiny random hf checkpoint (built here) on the shortest benchmarks/local samples;
 the data build is the CPT builder over recorded trajectories with that checkpoint's
 tokenizer (the Ray output is checked byte for byte against the local one); masking is
 :func:`agentworld.data.masking.mask_turns` on recorded turns, in-process vs Ray Data
@@ -77,9 +77,13 @@ def bench_infer(work: Path, tiny: Path, n_samples: int) -> list[Row]:
     from agentworld.executors.actors import ActorBackend
     from agentworld.models import GenerationConfig, WorldModel, load_backend
     from agentworld.models.spec import parse_backend_spec
+    from agentworld.prompts import sample_messages
     from agentworld.records.bench import load_bench_dir
 
-    samples = select_samples(load_bench_dir(BENCH).samples, limit=max(1, n_samples // 4))[:n_samples]
+    # The shortest prompts: the tiny model's 512-token vocabulary makes long prompts very
+    # long in tokens, and attention on them would measure the CPU, not the executor.
+    pool = select_samples(load_bench_dir(BENCH).samples)
+    samples = sorted(pool, key=lambda s: sum(len(m["content"]) for m in sample_messages(s)))[:n_samples]
     config = GenerationConfig(max_tokens=16)
     rows = []
     for i, (name, executor) in enumerate(executors()):
@@ -153,7 +157,7 @@ def main() -> None:
 
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     start = time.perf_counter()
-    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    ray.init(address="local", num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
     print(f"Ray {ray.__version__}: local cluster with {args.cpus} CPUs started in {time.perf_counter() - start:.1f}s (not counted)")
     try:
         with tempfile.TemporaryDirectory(prefix="aw-scale-") as tmp:

@@ -29,9 +29,9 @@ RAY = ExecutorConfig(kind="ray")
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster():
-    # One cluster for the module: starting Ray takes seconds. Loopback only; the library
-    # reuses a session that is already connected and leaves it running.
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    # One new cluster for the module (starting Ray takes seconds): address="local" never joins
+    # one found on the machine; loopback only. The library reuses this session and leaves it running.
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
     yield
     ray.shutdown()
 

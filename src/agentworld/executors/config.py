@@ -72,13 +72,15 @@ def connect(config: ExecutorConfig) -> tuple[ModuleType, bool]:
     if ray.is_initialized():
         return ray, False
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-    if config.address != "auto":
-        kwargs["address"] = config.address
-    else:
-        # A new local cluster listens on loopback only; an existing one is found as Ray finds it.
-        kwargs["_node_ip_address"] = "127.0.0.1"
     try:
-        ray.init(**kwargs)
+        if config.address != "auto":
+            ray.init(address=config.address, **kwargs)
+            return ray, True
+        try:
+            ray.init(address="auto", **kwargs)  # the cluster of `ray start` or $RAY_ADDRESS
+        except ConnectionError:
+            # None running: a new local cluster, listening on loopback only.
+            ray.init(address="local", _node_ip_address="127.0.0.1", **kwargs)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ExecutorUnavailable(f"cannot connect to the Ray cluster at {config.address!r}: {exc}",
                                   "start one with `ray start --head`, or pass --ray-address HOST:PORT") from None
