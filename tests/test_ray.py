@@ -70,6 +70,18 @@ def test_executor_options_are_checked() -> None:
     assert res.exit_code == 2 and "--executor ray" in res.output
 
 
+def test_without_ray_installed_the_error_names_the_extra() -> None:
+    import subprocess
+    import sys
+
+    # A None entry in sys.modules makes `import ray` fail as if Ray were not installed.
+    code = ("import sys; sys.modules['ray'] = None; sys.argv = ['agentworld', 'collect', 'search', '--executor', 'ray']; "
+            "from agentworld.cli import main; main()")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "pip install 'agentworld[ray]'" in res.stderr + res.stdout
+    assert "Traceback" not in res.stderr
+
+
 def test_a_node_without_prerequisites_is_reported(corpus: Path, tmp_path: Path) -> None:
     def prereq() -> list[str]:
         return ["no widget on this node"]
