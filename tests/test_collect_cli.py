@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from agentworld.cli import app
 
 SHARED_HEAD = ["out_path", "episodes", "test_episodes", "seed", "workers", "bench_dir"]
-SHARED_TAIL = ["agent", "agent_opt"]
+SHARED_TAIL = ["agent", "agent_opt", "executor", "ray_address", "ray_workers", "ray_cpus", "ray_memory_mb"]
 
 
 def _params(command: str) -> dict[str, object]:

@@ -1,7 +1,7 @@
 """Imports run one way: no module imports a higher layer, lazily or not.
 
 Layers, low to high (a module may import its own layer and any lower one):
-records and formats -> models -> judge -> envs -> data, sim, train, agents -> bench -> cli.
+records and formats -> models, executors -> judge -> envs -> data, sim, train, agents -> bench -> cli.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ LAYERS: dict[str, int] = {
     # record types, domain knowledge, text formats and shared utilities
     **dict.fromkeys(["records", "domains", "parsing", "prompts", "jsonl", "seeding", "tool_calls", "config",
                      "serving", "launch", "progress"], 0),
-    "models": 1,
+    # executors: where work runs (threads, Ray tasks, model actors, Ray Data); they may wrap a backend
+    **dict.fromkeys(["models", "executors"], 1),
     "judge": 2,
     "envs": 3,
     **dict.fromkeys(["data", "sim", "train", "agents"], 4),

@@ -38,12 +38,20 @@ def with_defaults(spec: BackendSpec, **defaults: Any) -> BackendSpec:
     return spec.with_options(**unset) if unset else spec
 
 
-def open_backend(spec: BackendSpec) -> Any:
+def open_backend(spec: BackendSpec, executor: Any = None) -> Any:
     """Build the backend, turning setup problems (missing files, optional dependencies,
-    bad option values) into clean errors."""
+    bad option values) into clean errors. With a Ray ``executor``, a local model backend
+    (hf, smol) runs in Ray actors; other backends are built here as always."""
     from agentworld.models import load_backend
 
     try:
+        if executor is not None and executor.is_ray:
+            from agentworld.executors.actors import ACTOR_BACKENDS, ActorBackend
+
+            if spec.name in ACTOR_BACKENDS:
+                with console.status(f"starting {spec.name} model actors on the Ray cluster..."):
+                    return ActorBackend.start(spec, executor)
+            console.print(f"[yellow]note:[/] --executor ray changes nothing for the {spec.name} backend: it runs here")
         with console.status(f"loading the {spec.name} backend..."):
             return load_backend(spec)
     except (FileNotFoundError, ValueError, ImportError, RuntimeError, TypeError) as exc:

@@ -12,7 +12,19 @@ from rich.progress import TextColumn
 from rich.table import Table
 
 from agentworld.cli._backend import BackendOpt, OptsOpt, backend_spec, open_backend, open_cache
-from agentworld.cli._common import console, fail, out, progress, report_line_errors
+from agentworld.cli._common import (
+    ExecutorOpt,
+    RayAddressOpt,
+    RayCpusOpt,
+    RayMemoryOpt,
+    RayWorkersOpt,
+    console,
+    executor_config,
+    fail,
+    out,
+    progress,
+    report_line_errors,
+)
 
 app = typer.Typer(help="AgentWorldBench: run a world model on samples, judge, score, report.", no_args_is_help=True)
 
@@ -70,16 +82,24 @@ def infer(
     cache_mode: CacheModeOpt = "rw",
     retry_failed: Annotated[bool, typer.Option(help="Ask again where a stored call failed.")] = False,
     overwrite: OverwriteOpt = False,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = "auto",
+    ray_workers: RayWorkersOpt = None,
+    ray_cpus: RayCpusOpt = 1.0,
+    ray_memory_mb: RayMemoryOpt = None,
 ) -> None:
-    """Predict observations for benchmark samples (concurrent, resumable)."""
+    """Predict observations for benchmark samples (concurrent, resumable). With --executor ray
+    a local model (hf, smol) runs in Ray actors, one per GPU or CPU slot; keep -c at least
+    the actors times the batch each should get."""
     from agentworld.bench.infer import PUBLISHED_DEFAULTS, run_infer
     from agentworld.models import GenerationConfig, WorldModel
 
     spec = backend_spec(backend, opt)
+    exec_config = executor_config(executor, ray_address, ray_workers, ray_cpus, ray_memory_mb)
     samples = _load_samples(bench, domain, ids, sample, seed, limit)
     cache_ = open_cache(cache, cache_mode)
     wm = WorldModel(
-        open_backend(spec),
+        open_backend(spec, exec_config),
         cache=cache_,
         concurrency=concurrency,
         # Served models get the published settings; local ones keep the small library defaults.
@@ -126,8 +146,14 @@ def judge(
     judge_temperature: Annotated[float | None, typer.Option(help="LLM judges' sampling temperature (default: 0.0).")] = None,
     judge_max_tokens: Annotated[int | None, typer.Option(help="LLM judges' completion token limit (default: 1024).")] = None,
     overwrite: OverwriteOpt = False,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = "auto",
+    ray_workers: RayWorkersOpt = None,
+    ray_cpus: RayCpusOpt = 1.0,
+    ray_memory_mb: RayMemoryOpt = None,
 ) -> None:
-    """Judge stored predictions with the rule scorer and/or LLM judges (resumable)."""
+    """Judge stored predictions with the rule scorer and/or LLM judges (resumable). With
+    --executor ray a local-model judge (hf, smol) runs in Ray actors."""
     from agentworld.bench.infer import load_predictions
     from agentworld.bench.judges import JudgeNameClash, distinct_judge_names
     from agentworld.bench.judging import run_judging
@@ -136,6 +162,7 @@ def judge(
     from agentworld.models import GenerationConfig, WorldModel
     from agentworld.records.bench import load_bench_dir
 
+    exec_config = executor_config(executor, ray_address, ray_workers, ray_cpus, ray_memory_mb)
     if not predictions.exists():
         raise fail(f"no such file: {predictions}", "run `agentworld bench infer` first")
     loaded = load_predictions(predictions)
@@ -156,7 +183,7 @@ def judge(
         if spec is None:
             scorers.append(RuleScorer())
             continue
-        wm = WorldModel(open_backend(spec), cache=open_cache(cache, cache_mode), concurrency=concurrency)
+        wm = WorldModel(open_backend(spec, exec_config), cache=open_cache(cache, cache_mode), concurrency=concurrency)
         scorers.append(LLMJudge(wm, name=spec.label, retries=retries, config=judge_config, prompts=prompts))
     try:
         distinct_judge_names(scorers)

@@ -10,7 +10,18 @@ import typer
 from rich import box
 from rich.table import Table
 
-from agentworld.cli._common import console, fail, out, progress, report_line_errors
+from agentworld.cli._common import (
+    ExecutorOpt,
+    RayAddressOpt,
+    RayCpusOpt,
+    RayWorkersOpt,
+    console,
+    executor_config,
+    fail,
+    out,
+    progress,
+    report_line_errors,
+)
 from agentworld.cli.data_import import app as import_app
 from agentworld.jsonl import JsonlError
 from agentworld.records.bench import reencode_bench_dir
@@ -222,10 +233,15 @@ def build(
     set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE override of any config key, e.g. k=5 or backend_options.model=M (repeatable).")] = None,
     fmt: Annotated[DataFormat | None, typer.Option("--format", help="Write Parquet shards, JSONL or both; replaces the config's output_format (default parquet).")] = None,
     pairs: Annotated[list[str] | None, typer.Argument(help="More KEY=VALUE overrides.", metavar="KEY=VALUE", show_default=False)] = None,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = "auto",
+    ray_workers: RayWorkersOpt = None,
+    ray_cpus: RayCpusOpt = 1.0,
 ) -> None:
     """Build a CPT, SFT or RL dataset (Parquet and/or JSONL) from trajectories; resumable.
 
-    The resolved config is saved as config.json beside the dataset."""
+    The resolved config is saved as config.json beside the dataset. With --executor ray the
+    CPT builder masks and tokenizes in Ray Data; the dataset is the same byte for byte."""
     from rich.markup import escape
 
     from agentworld.config import ConfigError, parse_overrides
@@ -233,7 +249,11 @@ def build(
     from agentworld.data.config import BUILDERS
     from agentworld.data.resume import ConfigChanged
     from agentworld.data.source import LeakageError
+    from agentworld.executors import ExecutorUnavailable
 
+    exec_config = executor_config(executor, ray_address, ray_workers, ray_cpus)
+    if exec_config.is_ray and kind is not BuildKind.cpt:
+        raise fail(f"--executor ray builds cpt datasets; {kind.value} runs in this process", "drop --executor ray")
     flags = {"inputs": inputs or None, "output_dir": output_dir, "allow_leakage": allow_leakage or None,
              "output_format": fmt.value if fmt else None}
     try:
@@ -259,7 +279,9 @@ def build(
                 if advance:
                     bar.advance(tasks[stage], advance)
 
-            report = build_dataset(kind.value, config, progress=tick, restart=restart)
+            report = build_dataset(kind.value, config, progress=tick, restart=restart, executor=exec_config)
+    except ExecutorUnavailable as exc:
+        raise fail(exc.message, exc.fix) from None
     except ConfigChanged as exc:
         raise fail(str(exc), "pass --restart to start over, or choose another --out") from None
     except LeakageError as exc:

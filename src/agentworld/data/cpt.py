@@ -11,6 +11,7 @@ with a JSON report.
 
 from __future__ import annotations
 
+import functools
 import json
 import multiprocessing
 from collections import Counter, defaultdict
@@ -29,6 +30,7 @@ from agentworld.data.packing import PackItem, pack, truncate, unpacked
 from agentworld.data.parquet import write_dataset
 from agentworld.data.resume import ResumeLog
 from agentworld.data.source import prepare
+from agentworld.executors.data import OrderedMap
 from agentworld.jsonl import LineError
 from agentworld.prompts import trajectory_system_prompt
 from agentworld.records.trajectory import Trajectory
@@ -82,15 +84,20 @@ def _tokenize_batch(tokenizer_name: str, jobs: list[Job]) -> list[tuple[str, str
 
 
 def tokenize_jobs(
-    tokenizer_name: str, jobs: list[Job], workers: int | None, *, batch_size: int = 32
+    tokenizer_name: str, jobs: list[Job], workers: int | None, *, batch_size: int = 32, mapper: OrderedMap | None = None
 ) -> Iterator[tuple[str, str | None, list[int], list[int]]]:
-    """Tokenized jobs as they finish; spread over worker processes when there are many.
+    """Tokenized jobs as they finish; spread over worker processes when there are many
+    (or over ``mapper``, e.g. Ray Data, when given).
 
     Workers are spawned (not forked) because a forked Rust tokenizer can deadlock; each
     loads the tokenizer once, which only pays off beyond a few batches.
     """
     n_workers = resolve_workers(workers)
     batches = [jobs[i : i + batch_size] for i in range(0, len(jobs), batch_size)]
+    if mapper is not None:
+        for done in mapper(functools.partial(_tokenize_batch, tokenizer_name), batches):
+            yield from done
+        return
     if n_workers == 1 or len(batches) <= 2 * n_workers:
         for b in batches:
             yield from _tokenize_batch(tokenizer_name, b)
@@ -102,8 +109,10 @@ def tokenize_jobs(
             yield from fut.result()
 
 
-def build_cpt(config: CPTConfig, *, progress: Progress | None = None, restart: bool = False) -> CPTReport:
-    """Build the CPT dataset under ``config.output_dir``; resumable unless ``restart``."""
+def build_cpt(config: CPTConfig, *, progress: Progress | None = None, restart: bool = False,
+              mapper: OrderedMap | None = None) -> CPTReport:
+    """Build the CPT dataset under ``config.output_dir``; resumable unless ``restart``.
+    ``mapper`` runs the masking and tokenizing chunks (Ray Data); the output is the same."""
     out_dir = Path(config.output_dir)
     tick = progress or (lambda *_: None)
     prepared = prepare(config, out_dir)
@@ -119,6 +128,7 @@ def build_cpt(config: CPTConfig, *, progress: Progress | None = None, restart: b
         workers=config.workers,
         total=n_turns,
         on_chunk=lambda n: tick("masking turns", n, None),
+        mapper=mapper,
     )
     keep_all = batch.keep.tolist() if config.loss_masking else [True] * n_turns
     cats = batch.category.tolist()
@@ -150,7 +160,7 @@ def build_cpt(config: CPTConfig, *, progress: Progress | None = None, restart: b
         todo = [j for j in jobs if j.key not in log.done]
         tick("tokenizing", 0, len(jobs))
         tick("tokenizing", len(jobs) - len(todo), None)
-        for key, domain, ids, mask in tokenize_jobs(config.tokenizer, todo, config.workers):
+        for key, domain, ids, mask in tokenize_jobs(config.tokenizer, todo, config.workers, mapper=mapper):
             log.add(key, {"domain": domain, "input_ids": ids, "loss_mask": mask})
             tick("tokenizing", 1, None)
         items = [PackItem(j.key, log.done[j.key]["input_ids"], log.done[j.key]["loss_mask"]) for j in jobs]

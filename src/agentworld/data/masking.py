@@ -31,6 +31,7 @@ spread over worker processes. :func:`turn_stats` is the readable per-turn defini
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import os
@@ -44,6 +45,7 @@ from enum import IntEnum
 import numpy as np
 
 from agentworld.data._wordsets import set_sizes
+from agentworld.executors.data import OrderedMap
 from agentworld.seeding import unit_hash
 
 SHORT_OBSERVATION_CHARS = 40
@@ -247,15 +249,23 @@ def mask_turns(
     chunk_size: int = 20_000,
     on_chunk: Callable[[int], None] | None = None,
     total: int | None = None,
+    mapper: OrderedMap | None = None,
 ) -> MaskBatch:
     """Statistics, categories and keep decisions for many turns, in input order.
 
     ``workers`` > 1 spreads chunks over processes (0/None: all cores); results do not
     depend on the worker count. ``on_chunk(n)`` is called after each chunk of n turns.
     A known ``total`` of at most one chunk runs in-process (no pool start-up cost).
+    ``mapper`` (e.g. Ray Data, :mod:`agentworld.executors.data`) runs the chunks instead.
     """
-    n_workers = 1 if total is not None and total <= chunk_size else resolve_workers(workers)
     parts: list[MaskBatch] = []
+    if mapper is not None:
+        for part in mapper(functools.partial(_compute, seed=seed), _chunks(items, chunk_size)):
+            parts.append(part)
+            if on_chunk:
+                on_chunk(len(part))
+        return MaskBatch.concat(parts)
+    n_workers = 1 if total is not None and total <= chunk_size else resolve_workers(workers)
     if n_workers == 1:
         for chunk in _chunks(items, chunk_size):
             parts.append(_compute(chunk, seed))

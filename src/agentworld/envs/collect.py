@@ -3,7 +3,9 @@
 Each :class:`EpisodeJob` becomes one trajectory. Jobs run on a bounded pool of worker
 threads (episodes spend their time waiting on sandboxes, servers or model endpoints);
 finished trajectories are appended to one JSONL file as they arrive, so a killed run
-resumes where it stopped: jobs whose id is already in the file are skipped. A job that
+resumes where it stopped: jobs whose id is already in the file are skipped. With the
+Ray executor (:mod:`agentworld.executors.episodes`) each job is a Ray task instead and
+its trajectory streams back to this process, which stays the only writer. A job that
 raises is recorded (with its error) in ``<out>.failures.jsonl`` and counted, never
 dropped silently, and is tried again on the next run. Trajectories of held-out jobs
 (``split == "test"``) become AgentWorldBench samples in ``<bench_dir>/<domain>_test.jsonl``,
@@ -19,11 +21,12 @@ import inspect
 import time
 import traceback
 from collections.abc import Callable, Hashable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentworld.executors.config import ExecutorConfig
+from agentworld.executors.episodes import Prereq, episode_pool
 from agentworld.jsonl import JsonlAppender, write_jsonl
 from agentworld.records.select import TurnPolicy, trajectories_to_samples
 from agentworld.records.trajectory import Provenance, Trajectory, Turn, read_trajectories
@@ -58,6 +61,8 @@ class CollectionReport:
     """Benchmark file -> number of samples written."""
     bench_left_out: int = 0
     """Held-out trajectories kept out of the benchmark: a turn of theirs is in training data."""
+    notes: list[str] = field(default_factory=list)
+    """What the executor reported (e.g. Ray nodes without the environment's prerequisites)."""
     elapsed_s: float = 0.0
 
     @property
@@ -90,8 +95,12 @@ def run_collection(
     policy: TurnPolicy | str = TurnPolicy.spread,
     show_progress: bool = True,
     turn_key: Callable[[Turn], Hashable] | None = None,
+    executor: ExecutorConfig | None = None,
+    prereq: Prereq | None = None,
 ) -> CollectionReport:
-    """Record every job not yet in ``out`` with ``run_one`` (sync or async) on ``workers`` threads.
+    """Record every job not yet in ``out`` with ``run_one`` (sync or async) on ``workers`` threads,
+    or, with a Ray ``executor``, as Ray tasks on the nodes that pass ``prereq`` (``run_one``
+    and ``prereq`` must pickle). Either way only this process writes the output files.
 
     Leftovers of killed runs are swept first (once per process; see :mod:`agentworld.envs.sweep`).
     """
@@ -110,20 +119,20 @@ def run_collection(
     t0 = time.monotonic()
     with JsonlAppender(out) as traj_out, JsonlAppender(failures_path(out)) as fail_out, \
             _Progress(show_progress, desc, len(jobs), report.skipped) as bar, \
-            ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="collect") as pool:
-        pending: dict[Future[Trajectory], EpisodeJob] = {}
+            episode_pool(executor, workers, prereq) as pool:
+        report.notes = pool.notes
+        pending: dict[Any, EpisodeJob] = {}
         queue = iter(todo)
         try:
             while True:
-                while len(pending) < max(1, workers) and (job := next(queue, None)) is not None:
+                while len(pending) < pool.capacity and (job := next(queue, None)) is not None:
                     pending[pool.submit(_call, run_one, job)] = job
                 if not pending:
                     break
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    job = pending.pop(fut)
+                for handle in pool.wait(pending):
+                    job = pending.pop(handle)
                     try:
-                        traj = _stamp(fut.result(), job)
+                        traj = _stamp(pool.result(handle), job)
                     except Exception as exc:  # noqa: BLE001 - every failure is recorded and counted
                         report.failed += 1
                         msg = f"{type(exc).__name__}: {exc}"
@@ -136,8 +145,7 @@ def run_collection(
                         report.done += 1
                     bar.advance(report.failed)
         except BaseException:
-            for fut in pending:
-                fut.cancel()
+            pool.cancel(pending)
             raise
     report.elapsed_s = time.monotonic() - t0
     if bench_dir is not None:

@@ -14,7 +14,7 @@ their heavy dependencies (torch, transformers) only when they are built::
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentworld.models.base import (
     DEFAULT_GENERATION,
@@ -28,6 +28,9 @@ from agentworld.models.base import (
 from agentworld.models.cache import CacheMiss, CacheMode, ResponseCache
 from agentworld.models.runner import RunnerStats, WorldModel
 from agentworld.models.spec import KINDS, BackendSpec, BackendSpecError, parse_backend_spec
+
+if TYPE_CHECKING:
+    from agentworld.models.demos import Demonstrations
 
 # name -> "module:Class"; imported on first use so the core needs no torch.
 BACKENDS: dict[str, str] = {name: kind.impl for name, kind in KINDS.items()}
@@ -52,19 +55,24 @@ def load_backend(spec: BackendSpec | str, **options: Any) -> Backend:
     :class:`BackendSpec`); ``options`` are typed extra options (``None`` means unset).
     A bad spec or option raises :class:`BackendSpecError` (a ``ValueError``)."""
     parsed = parse_backend_spec(spec, {k: v for k, v in options.items() if v is not None}, allow_label=True)
+    # Loaded first: a bad demo source fails before a model takes seconds to load.
+    demos = load_demos(parsed)
+    backend = backend_class(parsed.name)(**parsed.backend_kwargs())
+    backend.demos = demos
+    return backend
+
+
+def load_demos(parsed: BackendSpec) -> Demonstrations | None:
+    """The demonstrations a spec's ``demos=K`` asks for (the runner applies them), or None."""
     runner = parsed.runner_options()
     k = runner.get("demos", 0)
     if k < 0:
         raise BackendSpecError(f"demos={k}: the number of demonstrations must be 0 or more")
-    demos = None
-    if k:
-        from agentworld.models.demos import Demonstrations, DemoSettings
+    if not k:
+        return None
+    from agentworld.models.demos import Demonstrations, DemoSettings
 
-        # Loaded first: a bad demo source fails before a model takes seconds to load.
-        demos = Demonstrations.load(DemoSettings(k, runner.get("demo_source")))
-    backend = backend_class(parsed.name)(**parsed.backend_kwargs())
-    backend.demos = demos
-    return backend
+    return Demonstrations.load(DemoSettings(k, runner.get("demo_source")))
 
 
 __all__ = [
@@ -86,5 +94,6 @@ __all__ = [
     "WorldModel",
     "backend_class",
     "load_backend",
+    "load_demos",
     "parse_backend_spec",
 ]

@@ -13,8 +13,19 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
-from agentworld.cli._common import console, fail, out
+from agentworld.cli._common import (
+    ExecutorOpt,
+    RayAddressOpt,
+    RayCpusOpt,
+    RayMemoryOpt,
+    RayWorkersOpt,
+    console,
+    executor_config,
+    fail,
+    out,
+)
 
 app = typer.Typer(help="Record ground-truth trajectories in real sandboxed environments.", no_args_is_help=True)
 
@@ -94,19 +105,26 @@ def split_jobs(domain: str, episodes: int, test_episodes: int, seed: int, templa
 
 
 def run_and_report(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], out_path: Path | None, workers: int,
-         bench_dir: Path | None) -> None:
+         bench_dir: Path | None, executor: Any = None, prereq: Callable[[], list[str]] | None = None) -> None:
     """Sweep what killed runs left, run the jobs on the shared runner (``out_path`` None:
-    ``runs/collect/<domain>.jsonl``), print what was recorded, exit 1 if any failed."""
+    ``runs/collect/<domain>.jsonl``), print what was recorded, exit 1 if any failed.
+    ``executor``: where episodes run; ``prereq``: the environment's check, run on each Ray node."""
     from agentworld.data.split import turn_fingerprint
     from agentworld.envs.collect import failures_path, run_collection
     from agentworld.envs.sweep import sweep_leftovers
+    from agentworld.executors import ExecutorUnavailable
 
     out_path = out_path or OUT_DIR / f"{domain}.jsonl"
     if (swept := sweep_leftovers()).total:
         console.print(str(swept))
     # Held-out samples must not be training turns (digits masked, as the leakage check does).
-    report = run_collection(jobs, run_one, out=out_path, workers=workers, bench_dir=bench_dir, desc=f"{domain} episodes",
-                            turn_key=lambda t: turn_fingerprint(t.action, t.observation))
+    try:
+        report = run_collection(jobs, run_one, out=out_path, workers=workers, bench_dir=bench_dir, desc=f"{domain} episodes",
+                                turn_key=lambda t: turn_fingerprint(t.action, t.observation), executor=executor, prereq=prereq)
+    except ExecutorUnavailable as exc:
+        raise fail(exc.message, exc.fix) from None
+    for note in report.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
     out.print(f"{out_path}: {report.done} recorded, {report.skipped} already there, {report.failed} failed "
               f"({report.episodes_per_minute:.1f} episodes/min)")
     for path, n in report.bench_files.items():
@@ -133,17 +151,29 @@ class Collection:
     bench_dir: BenchDir = None
     agent: Agent = "scripted"
     agent_opt: AgentOpts = None
+    executor: ExecutorOpt = "local"
+    ray_address: RayAddressOpt = "auto"
+    ray_workers: RayWorkersOpt = None
+    ray_cpus: RayCpusOpt = 1.0
+    ray_memory_mb: RayMemoryOpt = None
 
     def agent_settings(self) -> dict[str, Any] | None:
         """The ``--agent`` spec as agent config fields, or None for the scripted policy."""
         return agent_settings(self.agent, self.agent_opt)
 
+    def executor_config(self) -> Any:
+        """``--executor`` and the ``--ray-*`` options as one config (a clean error when Ray is missing)."""
+        return executor_config(self.executor, self.ray_address, self.ray_workers, self.ray_cpus, self.ray_memory_mb)
+
     def run(self, domain: str, templates: list[str], run_one: Callable[[Any], Any], only: list[str] | None = None,
-            families: dict[str, str] | None = None) -> None:
+            families: dict[str, str] | None = None, prereq: Callable[[], list[str]] | None = None) -> None:
         """Split the templates and seeds into jobs, run them and report (``only``: the
-        ``--template`` restriction; ``families``: see :func:`agentworld.envs.split.split_templates`)."""
+        ``--template`` restriction; ``families``: see :func:`agentworld.envs.split.split_templates`;
+        ``prereq``: what a Ray node must pass to get episodes -- a picklable function
+        returning the problems it finds, e.g. ``functools.partial`` of a module-level one)."""
+        executor = self.executor_config()
         jobs = split_jobs(domain, self.episodes, self.test_episodes, self.seed, templates, only, families)
-        run_and_report(domain, jobs, run_one, self.out_path, self.workers, self.bench_dir)
+        run_and_report(domain, jobs, run_one, self.out_path, self.workers, self.bench_dir, executor, prereq)
 
 
 _LEADING = ("out_path", "episodes", "test_episodes", "seed", "workers", "bench_dir")
@@ -169,7 +199,9 @@ def collect_command(name: str, *, episodes: int = 20, test_episodes: int = 30) -
         names = [f.name for f in fields(Collection)]
 
         def command(**options: Any) -> None:
-            func(Collection(**{n: options.pop(n) for n in names}), **options)
+            collection = Collection(**{n: options.pop(n) for n in names})
+            collection.executor_config()  # bad executor options fail before any setup (corpus, rootfs)
+            func(collection, **options)
 
         command.__name__, command.__doc__ = func.__name__, func.__doc__
         trailing = [n for n in names if n not in _LEADING]

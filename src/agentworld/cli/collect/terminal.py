@@ -12,6 +12,19 @@ from agentworld.cli._common import console, fail
 from agentworld.cli.collect._app import Collection, Templates, collect_command
 
 
+def terminal_prereqs() -> list[str]:
+    """What a node lacks to run terminal sandboxes: the host checks and a built root filesystem."""
+    from agentworld.envs.sandbox import SandboxUnavailable, ensure_rootfs
+    from agentworld.envs.sandbox.prereq import check_host
+
+    try:
+        check_host()
+        ensure_rootfs(build=False)
+    except SandboxUnavailable as exc:
+        return [f"{exc.message} ({exc.fix})"]
+    return []
+
+
 @collect_command("terminal", episodes=20, test_episodes=60)
 def collect_terminal(
     collection: Collection,
@@ -58,4 +71,4 @@ def collect_terminal(
 
     # SIGTERM ends the run like Ctrl-C: running episodes finish and tear their sandboxes down.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    collection.run("terminal", TEMPLATES.names(), run_one, template, TEMPLATES.families())
+    collection.run("terminal", TEMPLATES.names(), run_one, template, TEMPLATES.families(), prereq=terminal_prereqs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,6 +41,20 @@ def _play(env: Any, task: Any, config: Any, job: Any, environment: str) -> Any:
     return asyncio.run(run_agent(env, task, config, trajectory_id=job.job_id, seed=job.seed, environment=environment))
 
 
+def mcp_prereqs(servers: list[str]) -> list[str]:
+    """What a node lacks to run these MCP servers (checked on each Ray node)."""
+    from agentworld.envs.mcp import missing_servers
+
+    return missing_servers(servers)
+
+
+def search_prereqs(corpus: Path) -> list[str]:
+    """What a node lacks to run search episodes: the corpus at the same path."""
+    from agentworld.envs.search.index import corpus_ready
+
+    return [] if corpus_ready(corpus) else [f"no search corpus at {corpus}"]
+
+
 @collect_command("mcp", episodes=20, test_episodes=30)
 def collect_mcp(collection: Collection, template: Templates = None, agent_native_tools: AgentNative = True) -> None:
     """Record episodes against real MCP servers (time, git, fetch, filesystem, memory, everything, sequential-thinking)."""
@@ -57,7 +72,7 @@ def collect_mcp(collection: Collection, template: Templates = None, agent_native
         with McpEnv() as env:
             return _play(env, task, config, job, "mcp/" + "+".join(task.options["servers"]))
 
-    collection.run("mcp", sorted(TEMPLATES), run_one, template, template_families())
+    collection.run("mcp", sorted(TEMPLATES), run_one, template, template_families(), prereq=partial(mcp_prereqs, needed))
 
 
 @collect_command("search", episodes=20, test_episodes=30)
@@ -98,4 +113,4 @@ def collect_search(
     def run_one(job: Any) -> Any:
         return _play(SearchEnv(engine=engine), make_task(engine, job.seed, job.task), config, job, "search/offline")
 
-    collection.run("search", sorted(TEMPLATES), run_one, template)
+    collection.run("search", sorted(TEMPLATES), run_one, template, prereq=partial(search_prereqs, corpus))

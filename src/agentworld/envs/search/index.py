@@ -164,6 +164,10 @@ class SearchEngine:
         self._searcher = self.index.searcher()
         self._db_path = self.path / "pages.sqlite"
 
+    def __reduce__(self) -> tuple[type[SearchEngine], tuple[Path]]:
+        # Pickled as its path (a Ray task reopens the corpus on its own node).
+        return SearchEngine, (self.path,)
+
     def _db(self) -> sqlite3.Connection:
         # One short-lived read-only connection per call: engines are shared across threads.
         return sqlite3.connect(f"file:{self._db_path}?mode=ro", uri=True)
