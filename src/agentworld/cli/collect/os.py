@@ -12,6 +12,20 @@ from agentworld.cli._common import console, fail
 from agentworld.cli.collect._app import Collection, Templates, collect_command
 
 
+def os_prereqs() -> list[str]:
+    """What a node lacks to run desktop sandboxes: the host checks and a built desktop root."""
+    from agentworld.envs.os.rootfs import desktop_rootfs
+    from agentworld.envs.sandbox import SandboxUnavailable
+    from agentworld.envs.sandbox.prereq import check_host
+
+    try:
+        check_host()
+        desktop_rootfs(build=False)
+    except SandboxUnavailable as exc:
+        return [f"{exc.message} ({exc.fix})"]
+    return []
+
+
 @collect_command("os", episodes=20, test_episodes=40)
 def collect_os(
     collection: Collection,
@@ -60,4 +74,4 @@ def collect_os(
             return asyncio.run(run_agent(env, task, config, seed=job.seed, trajectory_id=job.job_id))
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    collection.run("os", TEMPLATES.names(), run_one, template, TEMPLATES.families())
+    collection.run("os", TEMPLATES.names(), run_one, template, TEMPLATES.families(), prereq=os_prereqs)
