@@ -47,6 +47,8 @@ class AgentConfig:
     timeout_s: float = 120.0
     native_tools: bool = True
     """False: tool schemas in the prompt, calls and results as tagged text."""
+    max_invalid: int = 3
+    """Consecutive replies without a usable action before a text-protocol episode ends."""
 
 
 def open_client(config: AgentConfig) -> Any:

@@ -7,7 +7,6 @@ to whitespace): the state chain reads the same without them.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,10 +14,11 @@ from typing import Any
 
 from agentworld.domains import get_domain
 from agentworld.envs.agent import AgentConfig as ToolAgentConfig
-from agentworld.envs.agent import open_client
+from agentworld.envs.base import Reset
 from agentworld.envs.os.env import SPECIAL, DesktopEnv
 from agentworld.envs.os.task import DesktopTask
 from agentworld.envs.record import RecordTurns
+from agentworld.envs.text_agent import TextProtocol, play_text_agent
 from agentworld.records.trajectory import Provenance, Trajectory
 
 ENVIRONMENT = "os/debian-bookworm-xvfb"
@@ -42,9 +42,10 @@ class _Recorder:
         self.last = ""
         self.dropped = 0
 
-    def reset(self, **kw: Any) -> str:
-        self.last = self.rec.reset(**kw).observation
-        return self.last
+    def reset(self, **kw: Any) -> Reset:
+        res = self.rec.reset(**kw)
+        self.last = res.observation
+        return res
 
     def step(self, action: str) -> Any:
         res = self.rec.step(action)
@@ -61,7 +62,7 @@ def run_scripted(env: DesktopEnv, task: DesktopTask, *, seed: int, trajectory_id
     if task.script is None:
         raise ValueError(f"os task {task.name!r} has no script")
     rec = _Recorder(env)
-    gen = task.script(rec.reset(seed=seed, options={"task": task}))
+    gen = task.script(rec.reset(seed=seed, options={"task": task}).observation)
     obs: str | None = None
     for _ in range(max_steps):
         try:
@@ -83,7 +84,6 @@ class AgentConfig(ToolAgentConfig):
     max_turns: int = 15
     temperature: float = 0.2
     max_tokens: int = 1024
-    max_invalid: int = 3
 
 
 def agent_system_prompt(task: DesktopTask) -> str:
@@ -114,41 +114,13 @@ def parse_agent_reply(text: str) -> str | None:
 async def run_agent(env: DesktopEnv, task: DesktopTask, config: AgentConfig, *, seed: int, trajectory_id: str,
                     client: Any = None) -> Trajectory:
     """Let the model act until it says DONE/FAIL, runs out of turns, or stops giving actions."""
-    own = client is None
-    client = client or open_client(config)
     rec = _Recorder(env)
-    try:
-        first = await asyncio.to_thread(rec.reset, seed=seed, options={"task": task})
-        messages: list[dict[str, str]] = [{"role": "system", "content": agent_system_prompt(task)},
-                                          {"role": "user", "content": first}]
-        invalid, steps, finished = 0, 0, "max_steps"
-        while steps < config.max_turns:
-            reply = await client.chat.completions.create(
-                model=config.model, messages=messages, temperature=config.temperature, max_tokens=config.max_tokens)
-            text = reply.choices[0].message.content or ""
-            messages.append({"role": "assistant", "content": text})
-            action = parse_agent_reply(text)
-            if action in ("DONE", "FAIL"):
-                finished = action.lower()
-                break
-            if action is None:
-                invalid += 1
-                if invalid >= config.max_invalid:
-                    finished = "invalid_actions"
-                    break
-                messages.append({"role": "user", "content": "That was not a valid action. Reply with one Python "
-                                 "program in a ```python block (pyautogui), or WAIT, DONE or FAIL."})
-                continue
-            invalid = 0
-            steps += 1
-            res = await asyncio.to_thread(rec.step, action)
-            messages.append({"role": "user", "content": res.observation})
-            if res.terminated or res.truncated:
-                finished = "terminated"
-                break
-        prov = _provenance(task, seed, config.model)
-        prov.finished = finished
-        return rec.rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
-    finally:
-        if own:
-            await client.close()
+    protocol = TextProtocol(
+        system=agent_system_prompt(task), parse=parse_agent_reply, finish={"DONE": "done", "FAIL": "fail"},
+        reminder="That was not a valid action. Reply with one Python program in a ```python block (pyautogui), "
+                 "or WAIT, DONE or FAIL.")
+    finished = await play_text_agent(rec, protocol, config, reset={"seed": seed, "options": {"task": task}},
+                                     client=client)
+    prov = _provenance(task, seed, config.model)
+    prov.finished = finished
+    return rec.rec.trajectory(trajectory_id=trajectory_id, provenance=prov)

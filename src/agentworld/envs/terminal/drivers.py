@@ -8,7 +8,6 @@ trajectories recorded from the real environment.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from dataclasses import dataclass
@@ -18,10 +17,10 @@ from typing import Any
 from agentworld.domains import get_domain
 from agentworld.domains.terminal.keys import ActionError, parse_action
 from agentworld.envs.agent import AgentConfig as ToolAgentConfig
-from agentworld.envs.agent import open_client
 from agentworld.envs.record import RecordTurns, record_episode
 from agentworld.envs.terminal.env import TerminalEnv
 from agentworld.envs.terminal.task import TerminalTask
+from agentworld.envs.text_agent import TextProtocol, play_text_agent
 from agentworld.parsing import repair_json
 from agentworld.records.trajectory import Provenance, Trajectory
 
@@ -47,8 +46,6 @@ class AgentConfig(ToolAgentConfig):
     max_turns: int = 15
     temperature: float = 0.2
     max_tokens: int = 512
-    max_invalid: int = 3
-    """Consecutive replies without a usable action before the episode ends."""
 
 
 def agent_system_prompt(task: TerminalTask) -> str:
@@ -97,42 +94,12 @@ def parse_agent_reply(text: str) -> str | None:
 async def run_agent(env: TerminalEnv, task: TerminalTask, config: AgentConfig, *, seed: int, trajectory_id: str,
                     client: Any = None) -> Trajectory:
     """Let the model act until it says done, runs out of steps, or stops giving actions."""
-    own = client is None
-    client = client or open_client(config)
     rec = RecordTurns(env)
-    try:
-        first = await asyncio.to_thread(rec.reset, seed=seed, options={"task": task})
-        messages: list[dict[str, str]] = [{"role": "system", "content": agent_system_prompt(task)},
-                                          {"role": "user", "content": first.observation}]
-        turns = rec.turns
-        invalid = 0
-        finished = "max_steps"
-        while len(turns) < config.max_turns:
-            reply = await client.chat.completions.create(
-                model=config.model, messages=messages, temperature=config.temperature, max_tokens=config.max_tokens)
-            text = reply.choices[0].message.content or ""
-            action = parse_agent_reply(text)
-            messages.append({"role": "assistant", "content": text})
-            if action == "":
-                finished = "done"
-                break
-            if action is None:
-                invalid += 1
-                if invalid >= config.max_invalid:
-                    finished = "invalid_actions"
-                    break
-                messages.append({"role": "user", "content": "That was not a valid action. Reply with the JSON "
-                                 'list only, e.g. [{"keystrokes": "ls\\n", "duration": 1}].'})
-                continue
-            invalid = 0
-            res = await asyncio.to_thread(rec.step, action)
-            messages.append({"role": "user", "content": res.observation})
-            if res.terminated or res.truncated:
-                finished = "terminated"
-                break
-        prov = _provenance(task, seed, config.model)
-        prov.finished = finished
-        return rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
-    finally:
-        if own:
-            await client.close()
+    protocol = TextProtocol(
+        system=agent_system_prompt(task), parse=parse_agent_reply, finish={"": "done"},
+        reminder='That was not a valid action. Reply with the JSON list only, e.g. [{"keystrokes": "ls\\n", "duration": 1}].')
+    finished = await play_text_agent(rec, protocol, config, reset={"seed": seed, "options": {"task": task}},
+                                     client=client)
+    prov = _provenance(task, seed, config.model)
+    prov.finished = finished
+    return rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
