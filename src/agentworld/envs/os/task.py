@@ -8,7 +8,6 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
 from agentworld.domains.os import Node, tree_nodes
-from agentworld.seeding import keyed_rng
 
 Script = Generator[str, str, None]
 """A scripted episode: yields action programs, receives each step's observation."""
@@ -36,46 +35,6 @@ class DesktopTask:
 Builder = Callable[[random.Random], DesktopTask]
 
 
-@dataclass(frozen=True)
-class Template:
-    name: str
-    category: str
-    build: Builder
-
-    def instance(self, seed: int) -> DesktopTask:
-        """The task for ``seed``: the same seed always gives the same task."""
-        return self.build(keyed_rng(seed, "os-task", self.name))
-
-
-class TemplateRegistry:
-    """Named templates; task modules add theirs with :meth:`add`."""
-
-    def __init__(self) -> None:
-        self._items: dict[str, Template] = {}
-
-    def add(self, name: str, category: str) -> Callable[[Builder], Builder]:
-        def deco(fn: Builder) -> Builder:
-            if name in self._items:
-                raise ValueError(f"duplicate os task template {name!r}")
-            self._items[name] = Template(name, category, fn)
-            return fn
-
-        return deco
-
-    def get(self, name: str) -> Template:
-        if name not in self._items:
-            raise KeyError(f"unknown os task {name!r} (known: {', '.join(self.names())})")
-        return self._items[name]
-
-    def names(self) -> list[str]:
-        return sorted(self._items)
-
-    def families(self) -> dict[str, str]:
-        """Template -> category (see :func:`agentworld.envs.split.split_templates`)."""
-        return {n: t.category for n, t in self._items.items()}
-
-    def __len__(self) -> int:
-        return len(self._items)
 
 
 def find(observation: str, role: str, name: str | None = None, *, contains: str | None = None) -> Node | None:

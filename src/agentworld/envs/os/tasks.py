@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import random
 
-from agentworld.envs.os.task import CALCULATOR, EDITOR, DesktopTask, Script, TemplateRegistry, click, keys, press, write
+from agentworld.envs.os.task import CALCULATOR, EDITOR, DesktopTask, Script, click, keys, press, write
+from agentworld.envs.templates import TemplateRegistry
 
-TEMPLATES = TemplateRegistry()
+TEMPLATES: TemplateRegistry[DesktopTask] = TemplateRegistry("os")
 
 _WORDS = ("apple", "river", "stone", "cloud", "maple", "orbit", "pixel", "amber", "cedar", "delta", "ember",
           "fjord", "harbor", "island", "jasper", "kernel", "lumen", "meadow", "nectar", "opal", "prism",

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentworld.domains.terminal.keys import action_json
-from agentworld.seeding import keyed_rng
 
 
 @dataclass(frozen=True)
@@ -35,46 +34,6 @@ class TerminalTask:
 Builder = Callable[[random.Random], TerminalTask]
 
 
-@dataclass(frozen=True)
-class Template:
-    name: str
-    category: str
-    build: Builder
-
-    def instance(self, seed: int) -> TerminalTask:
-        """The task for ``seed``: the same seed always gives the same task."""
-        return self.build(keyed_rng(seed, "terminal-task", self.name))
-
-
-class TemplateRegistry:
-    """Named templates; modules add theirs with the :meth:`add` decorator."""
-
-    def __init__(self) -> None:
-        self._items: dict[str, Template] = {}
-
-    def add(self, name: str, category: str) -> Callable[[Builder], Builder]:
-        def deco(fn: Builder) -> Builder:
-            if name in self._items:
-                raise ValueError(f"duplicate terminal task template {name!r}")
-            self._items[name] = Template(name, category, fn)
-            return fn
-
-        return deco
-
-    def get(self, name: str) -> Template:
-        if name not in self._items:
-            raise KeyError(f"unknown terminal task {name!r} (known: {', '.join(self.names())})")
-        return self._items[name]
-
-    def names(self) -> list[str]:
-        return sorted(self._items)
-
-    def families(self) -> dict[str, str]:
-        """Template -> category (the families :func:`agentworld.envs.split.split_templates` keeps in train)."""
-        return {n: t.category for n, t in self._items.items()}
-
-    def __len__(self) -> int:
-        return len(self._items)
 
 
 def cmd(line: str, duration: float = 10.0) -> str:

@@ -1,0 +1,60 @@
+"""Named, seeded task templates: the registry the scripted task suites of the real
+environments share (terminal, desktop). A template turns a seed into one concrete task, the
+same seed always the same task; its category is the family the held-out split keeps on the
+train side (:func:`agentworld.envs.split.split_templates`)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from agentworld.seeding import keyed_rng
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Template(Generic[T]):
+    name: str
+    category: str
+    build: Callable[[random.Random], T]
+    rng_key: str
+    """The seed stream's name (``<domain>-task``): recorded seeds keep giving the same tasks."""
+
+    def instance(self, seed: int) -> T:
+        """The task for ``seed``: the same seed always gives the same task."""
+        return self.build(keyed_rng(seed, self.rng_key, self.name))
+
+
+class TemplateRegistry(Generic[T]):
+    """Named templates of one domain; task modules add theirs with the :meth:`add` decorator."""
+
+    def __init__(self, domain: str) -> None:
+        self.domain = domain
+        self._items: dict[str, Template[T]] = {}
+
+    def add(self, name: str, category: str) -> Callable[[Callable[[random.Random], T]], Callable[[random.Random], T]]:
+        def deco(fn: Callable[[random.Random], T]) -> Callable[[random.Random], T]:
+            if name in self._items:
+                raise ValueError(f"duplicate {self.domain} task template {name!r}")
+            self._items[name] = Template(name, category, fn, f"{self.domain}-task")
+            return fn
+
+        return deco
+
+    def get(self, name: str) -> Template[T]:
+        if name not in self._items:
+            raise KeyError(f"unknown {self.domain} task {name!r} (known: {', '.join(self.names())})")
+        return self._items[name]
+
+    def names(self) -> list[str]:
+        return sorted(self._items)
+
+    def families(self) -> dict[str, str]:
+        """Template -> category."""
+        return {n: t.category for n, t in self._items.items()}
+
+    def __len__(self) -> int:
+        return len(self._items)
