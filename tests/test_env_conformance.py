@@ -108,6 +108,15 @@ def _fictional(tmp_path: Path) -> Setup:
                  ends=True)
 
 
+def _web(tmp_path: Path) -> Setup:
+    from agentworld.envs.web.sites import missing
+
+    if problems := missing() + ([] if Path("/usr/bin/chromium").exists() else ["chromium (apt)"]):
+        pytest.skip("web prerequisites missing: " + "; ".join(problems))
+    return Setup(options={"task": "look around", "start_url": "http://docs.test/library/json.html"},
+                 actions=["scroll(0, 600)", DEFAULT_ACTION])
+
+
 SETUPS: dict[str, Callable[[Path], Setup]] = {
     "terminal-v1": _terminal,
     "swe-v1": _swe,
@@ -115,6 +124,7 @@ SETUPS: dict[str, Callable[[Path], Setup]] = {
     "search-v1": _search,
     "sim-v1": _sim,
     "fictional-search-v1": _fictional,
+    "web-v1": _web,
 }
 MARKS = {"terminal-v1": [pytest.mark.sandbox], "swe-v1": [pytest.mark.sandbox, pytest.mark.slow]}
 

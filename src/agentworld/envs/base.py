@@ -128,6 +128,7 @@ _REGISTRY: dict[str, Callable[..., Env] | str] = {
     "mcp-v1": "agentworld.envs.mcp.env:McpEnv",
     "search-v1": "agentworld.envs.search.env:SearchEnv",
     "swe-v1": "agentworld.envs.swe.env:SweEnv",
+    "web-v1": "agentworld.envs.web.env:WebEnv",
     # The simulator (kwargs: world_model, scenario...) and the fictional-world search
     # environment (kwargs: world, question...), made like any real environment.
     "sim-v1": "agentworld.sim.env:SimEnv",
