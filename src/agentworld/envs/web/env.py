@@ -30,9 +30,9 @@ HOME = f"http://{INDEX}/"
 
 # MiniWoB's score board counts down in real time; hidden, so a page's tree depends only on the episode.
 _MINIWOB_CSS = "#reward-display, #click-canvas { display: none !important; }"
-_MINIWOB_INIT = ("if (location.hostname === '%s') document.addEventListener('DOMContentLoaded', () => {"
-                 " const s = document.createElement('style'); s.textContent = '%s';"
-                 " document.head.appendChild(s); });") % (MINIWOB, _MINIWOB_CSS)
+_MINIWOB_INIT = (f"if (location.hostname === '{MINIWOB}') document.addEventListener('DOMContentLoaded', () => {{"
+                 f" const s = document.createElement('style'); s.textContent = '{_MINIWOB_CSS}';"
+                 " document.head.appendChild(s); });")
 _MINIWOB_START = ("(seed) => { Math.seedrandom(seed); core.EPISODE_MAX_TIME = 24 * 3600 * 1000;"
                   " core.startEpisodeReal(); }")
 _MINIWOB_DONE = ("() => (typeof WOB_DONE_GLOBAL === 'undefined') ? null"
@@ -121,11 +121,12 @@ class WebEnv(Env):
                     if type(exc).__name__ not in ("Error", "TimeoutError", "ValueError", "IndexError"):
                         raise
                     error = error_text(exc)
+                self._settle()
             reward, done, info = 0.0, False, {"action": parsed.name if isinstance(parsed, Action) else None,
                                               "is_error": error is not None}
             if (state := self._miniwob_state()) is not None and state[0]:
                 reward, done = float(state[1]), True
-                info["miniwob_reason"] = state[2]
+                info["miniwob_reward"], info["miniwob_reason"] = reward, state[2]
             obs = self._observe(error)
             info["url"] = self._page().url
             return obs, reward, done, info
@@ -201,18 +202,21 @@ class WebEnv(Env):
             page.wait_for_timeout(min(float(args["wait_ms"]), 5000))
         if len(self._context.pages) > n_pages and a.name != "new_tab":
             self._active = len(self._context.pages) - 1  # a link that opened a tab: follow it, as a user would
-        self._settle()
 
     def _settle(self) -> None:
-        page = self._page()
-        try:
-            page.wait_for_load_state("load", timeout=10_000)
-        except Exception:  # noqa: BLE001 - a page still loading is observed as it is
-            pass
-        # Two animation frames: the DOM updates scheduled by the action's events are in.
-        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-        if self.settle_ms:
-            page.wait_for_timeout(self.settle_ms)
+        """Wait until the page an action led to has loaded and painted; never raises (a
+        page that is still loading is observed as it is)."""
+        for _ in range(3):
+            page = self._page()
+            try:
+                page.wait_for_load_state("load", timeout=10_000)
+                # Two animation frames: the DOM updates scheduled by the action's events are in.
+                page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+                if self.settle_ms:
+                    page.wait_for_timeout(self.settle_ms)
+                return
+            except Exception:  # noqa: BLE001, S112 - a navigation replaced the document: wait for the new one
+                continue
 
     def _miniwob_state(self) -> list[Any] | None:
         page = self._page()
