@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,16 @@ class WebTask:
         return dict(self.options, task=self.description)
 
 
+class EpisodeTimeout(TimeoutError):
+    """An episode ran past its time budget (checked between steps; each step is bounded by
+    the browser's own timeouts)."""
+
+
+def _check_deadline(deadline: float | None, limit_s: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise EpisodeTimeout(f"the episode ran past its {limit_s:.0f} s budget")
+
+
 def _same(a: str, b: str) -> bool:
     return " ".join(a.split()) == " ".join(b.split())
 
@@ -71,8 +82,10 @@ class _Recorder:
 
 
 def run_scripted(env: Env, task: WebTask, *, trajectory_id: str, seed: int | None = None,
-                 max_turns: int = 30) -> Trajectory:
-    """Reset ``env`` for ``task``, play its script and record every turn that changed the page."""
+                 max_turns: int = 30, timeout_s: float | None = None) -> Trajectory:
+    """Reset ``env`` for ``task``, play its script and record every turn that changed the page;
+    :class:`EpisodeTimeout` past ``timeout_s`` seconds."""
+    deadline = time.monotonic() + timeout_s if timeout_s else None
     if task.script is None:
         raise ValueError(f"task {task.template!r} has no scripted policy")
     rec = _Recorder(env)
@@ -81,6 +94,7 @@ def run_scripted(env: Env, task: WebTask, *, trajectory_id: str, seed: int | Non
     try:
         action = next(policy)
         while steps < max_turns:
+            _check_deadline(deadline, timeout_s)
             res = rec.step(action)
             steps += 1
             if res.terminated or res.truncated:
@@ -116,8 +130,10 @@ def parse_reply(text: str) -> str | None:
 
 
 async def run_agent(env: Env, task: WebTask, config: AgentConfig, *, trajectory_id: str, seed: int | None = None,
-                    client: Any = None, max_invalid: int = 3) -> Trajectory:
-    """Let the model act until it says DONE, the episode ends, or it runs out of turns."""
+                    client: Any = None, max_invalid: int = 3, timeout_s: float | None = None) -> Trajectory:
+    """Let the model act until it says DONE, the episode ends, or it runs out of turns;
+    :class:`EpisodeTimeout` past ``timeout_s`` seconds."""
+    deadline = time.monotonic() + timeout_s if timeout_s else None
     own = client is None
     client = client or open_client(config)
     rec = _Recorder(env)
@@ -127,6 +143,7 @@ async def run_agent(env: Env, task: WebTask, config: AgentConfig, *, trajectory_
                                           {"role": "user", "content": f"Task: {task.description}\n\n{first}"}]
         finished, steps, invalid = "max_steps", 0, 0
         while steps < config.max_turns:
+            _check_deadline(deadline, timeout_s)
             reply = await client.chat.completions.create(model=config.model, messages=messages,
                                                          temperature=config.temperature, max_tokens=config.max_tokens)
             text = reply.choices[0].message.content or ""
