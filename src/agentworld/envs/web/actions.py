@@ -61,8 +61,6 @@ def parse_action(text: str) -> Action | str:
     name = call.func.id
     if name not in SIGNATURES:
         return f"unknown action {name!r}; available: {', '.join(ACTION_NAMES)}"
-    required, optional = SIGNATURES[name]
-    params = [*required, *optional]
     try:
         values = [ast.literal_eval(a) for a in call.args]
         kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
@@ -70,6 +68,17 @@ def parse_action(text: str) -> Action | str:
         return f"{name}: arguments must be literals (strings, numbers, lists)"
     if None in kwargs:
         return f"{name}: **kwargs are not supported"
+    args = _bind(name, values, kwargs)
+    if isinstance(args, str):
+        return args
+    problem = _type_problem(name, args)
+    return problem if problem else Action(name, args)
+
+
+def _bind(name: str, values: list[Any], kwargs: dict[str, Any]) -> dict[str, Any] | str:
+    """Arguments by parameter name, defaults filled in, or what is wrong with them."""
+    required, optional = SIGNATURES[name]
+    params = [*required, *optional]
     if len(values) > len(params):
         return f"{name}() takes {len(params)} argument(s) ({', '.join(params) or 'none'}), got {len(values)}"
     args = dict(zip(params, values, strict=False))
@@ -83,7 +92,10 @@ def parse_action(text: str) -> Action | str:
         return f"{name}() missing required argument(s): {', '.join(missing)}"
     for k, default in optional.items():
         args.setdefault(k, default)
-    args = {p: args[p] for p in params}
+    return {p: args[p] for p in params}
+
+
+def _type_problem(name: str, args: dict[str, Any]) -> str | None:
     if "bid" in args:
         if isinstance(args["bid"], int) and not isinstance(args["bid"], bool):
             args["bid"] = str(args["bid"])
@@ -98,4 +110,4 @@ def parse_action(text: str) -> Action | str:
     if name == "select_option" and not (isinstance(args["options"], str) or
                                         (isinstance(args["options"], list) and all(isinstance(o, str) for o in args["options"]))):
         return "select_option: options must be a string or a list of strings"
-    return Action(name, args)
+    return None

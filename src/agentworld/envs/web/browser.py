@@ -12,6 +12,7 @@ services (updates, safe browsing, metrics, sync) are off.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -82,10 +83,8 @@ class Browser:
                 if self._pw is not None:
                     self._pw.stop()
 
-        try:
+        with contextlib.suppress(Exception):  # closing must not fail; a leftover browser is swept later
             self._thread.submit(stop).result(timeout=30)
-        except Exception:  # noqa: BLE001 - closing must not fail; a leftover browser is swept later
-            pass
         self._thread.shutdown(wait=False)
         self._thread = None  # type: ignore[assignment]
         self.browser = self._pw = None

@@ -160,20 +160,12 @@ class WebEnv(Env):
         args = a.args
         loc = page.locator(f'[bid="{args["bid"]}"]') if "bid" in args else None
         n_pages = len(self._context.pages)
-        if a.name == "click":
-            loc.click(button=args["button"])
-        elif a.name == "dblclick":
-            loc.dblclick()
-        elif a.name == "fill":
-            loc.fill(args["value"])
-        elif a.name == "clear":
-            loc.clear()
-        elif a.name == "hover":
-            loc.hover()
-        elif a.name == "focus":
-            loc.focus()
-        elif a.name == "select_option":
-            loc.select_option(args["options"])
+        on_element = {"click": lambda: loc.click(button=args["button"]), "dblclick": lambda: loc.dblclick(),
+                      "fill": lambda: loc.fill(args["value"]), "clear": lambda: loc.clear(),
+                      "hover": lambda: loc.hover(), "focus": lambda: loc.focus(),
+                      "select_option": lambda: loc.select_option(args["options"])}
+        if a.name in on_element:
+            on_element[a.name]()
         elif a.name == "keyboard_press":
             page.keyboard.press(args["key"])
         elif a.name == "keyboard_type":

@@ -448,8 +448,6 @@ def docs_modindex(seed: int) -> WebTask:
 
 def docs_genindex(seed: int) -> WebTask:
     rng = keyed_rng(seed, "web", "docs_genindex")
-    t = target(rng)
-    term = t.name.rsplit(".", 1)[-1]
     letters = [p.stem.removeprefix("genindex-") for p in sorted(DOCS_DIR.glob("genindex-?.html"))
                if p.stat().st_size <= MAX_PAGE_BYTES]
     letter = rng.choice(letters or ["J"])

@@ -8,10 +8,11 @@ from agentworld.sim.ledger.base import Conflict, LedgerRules, LedgerState, NoLed
 from agentworld.sim.ledger.search import SearchLedger
 from agentworld.sim.ledger.terminal import ShellLedger
 from agentworld.sim.ledger.tools import ToolLedger
+from agentworld.sim.ledger.web import WebLedger
 
 
 def ledger_for(domain: str) -> LedgerRules:
-    """The ledger rules of a domain (GUI domains have none yet)."""
+    """The ledger rules of a domain (os and android have none yet)."""
     d = domain_of_task(domain)
     if d == "terminal":
         return ShellLedger()
@@ -19,6 +20,8 @@ def ledger_for(domain: str) -> LedgerRules:
         return ToolLedger()
     if d == "search":
         return SearchLedger()
+    if d == "web":
+        return WebLedger()
     return NoLedger()
 
 

@@ -50,6 +50,10 @@ class LedgerState(BaseModel):
     memory: dict[str, str] = Field(default_factory=dict)
     pages: dict[str, str] = Field(default_factory=dict)
     """URL -> the first extraction of its text, so later extractions agree."""
+    visited: list[str] = Field(default_factory=list)
+    """Web: URLs the browser showed, in the order first seen (the last one is the current page)."""
+    form_values: dict[str, str] = Field(default_factory=dict)
+    """Web: element id -> the value the session put in that field of the current page."""
 
     # -- helpers the domain rules share ---------------------------------------------
     def abspath(self, path: str) -> str:
@@ -96,6 +100,10 @@ class LedgerState(BaseModel):
             lines.append(f"memory[{k}] = {v}")
         for url in self.pages:
             lines.append(f"page {url} was already extracted (extract it identically)")
+        if self.visited:
+            lines.append("pages visited: " + ", ".join(self.visited[-10:]) + f" (the browser is on {self.visited[-1]})")
+        for bid, value in self.form_values.items():
+            lines.append(f"field [{bid}] on the current page holds {json.dumps(value, ensure_ascii=False)}")
         text = "\n".join(lines)
         return text if len(text) <= max_chars else text[: max_chars - 20] + "\n... (older facts cut)"
 
