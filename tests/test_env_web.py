@@ -125,6 +125,17 @@ def test_scripted_templates_record_changed_states_only(env):
         json.dumps(traj.model_dump(mode="json"))
 
 
+def test_every_template_varies_with_its_seed():
+    for name in TEMPLATES:
+        tasks = [make_task(seed, name) for seed in range(8)]
+        assert all(t.template == name and t.script is not None for t in tasks)
+        variants = {(t.description, json.dumps(t.options, sort_keys=True), json.dumps(t.metadata, sort_keys=True))
+                    for t in tasks}
+        assert len(variants) > 1 or name.startswith("mw_"), name  # MiniWoB pages vary by the seed in the page
+    with pytest.raises(KeyError, match="unknown web task template"):
+        make_task(0, "nope")
+
+
 def test_agent_replies_are_read_as_one_action():
     assert parse_reply("I will search.\nfill('24', 'json')") == "fill('24', 'json')"
     assert parse_reply("```\nclick('7')\n```") == "click('7')"
