@@ -136,6 +136,18 @@ def test_every_template_varies_with_its_seed():
         make_task(0, "nope")
 
 
+def test_recorded_errors_are_the_actions_not_environment_failures():
+    from agentworld.data.filters import FilterConfig, FilterReport, filter_trajectory
+    from agentworld.records.trajectory import read_trajectories
+
+    trajs = read_trajectories(Path(__file__).parents[1] / "benchmarks/local/trajectories/web.jsonl").items
+    errors = [t for t in trajs if any(u.observation.startswith("Error: ") for u in t.turns)]
+    assert errors  # unknown ids, hidden elements, blocked URLs, malformed calls
+    report = FilterReport()
+    kept = [t for t in trajs if filter_trajectory(t, FilterConfig(), report)]
+    assert len(kept) == len(trajs) and report.total("dropped_env_failure") == 0
+
+
 def test_agent_replies_are_read_as_one_action():
     assert parse_reply("I will search.\nfill('24', 'json')") == "fill('24', 'json')"
     assert parse_reply("```\nclick('7')\n```") == "click('7')"

@@ -37,9 +37,10 @@ _MINIWOB_START = ("(seed) => { Math.seedrandom(seed); core.EPISODE_MAX_TIME = 24
                   " core.startEpisodeReal(); }")
 _MINIWOB_DONE = ("() => (typeof WOB_DONE_GLOBAL === 'undefined') ? null"
                  " : [WOB_DONE_GLOBAL, WOB_RAW_REWARD_GLOBAL, WOB_REWARD_REASON]")
-# Playwright's call log repeats retries and waits; the lines that say what went wrong are kept.
-_NOISE = re.compile(r"^\s*-\s*(retrying|waiting \d+ ?ms|\d+ × |attempting|scrolling into view|done scrolling|"
-                    r"waiting for element to be visible, enabled and stable)")
+# Playwright's call log repeats retries and waits (how many depends on timing); the lines that
+# say what went wrong are kept, so an error reads the same in every run.
+_NOISE = re.compile(r"^\s*(-\s*)?(\d+ × )?(retrying|waiting \d+ ?ms|attempting|scrolling into view|done scrolling|"
+                    r"waiting for element to be visible)")
 
 
 def error_text(exc: BaseException) -> str:
@@ -122,8 +123,10 @@ class WebEnv(Env):
                         raise
                     error = error_text(exc)
                 self._settle()
+            # The browser answered, so an error is the action's, not an environment failure
+            # (the data filters would otherwise drop Playwright timeouts and net::ERR_ pages).
             reward, done, info = 0.0, False, {"action": parsed.name if isinstance(parsed, Action) else None,
-                                              "is_error": error is not None}
+                                              "is_error": error is not None, "env_failure": False}
             if (state := self._miniwob_state()) is not None and state[0]:
                 reward, done = float(state[1]), True
                 info["miniwob_reward"], info["miniwob_reason"] = reward, state[2]
