@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -57,6 +58,10 @@ def test_only_the_sites_are_reachable(env, sites):
         obs = env.step(f"goto({url!r})").observation
         assert obs.startswith(f"Error: Page.goto: net::{error}"), obs[:200]
     assert header(env.step("goto('http://docs.test/library/json.html')").observation)["Title"].startswith("json")
+    if sites.netns:  # the servers and the browser live in a namespace with nothing but loopback
+        with pytest.raises(OSError, match="unreachable"):
+            sites.run_inside(lambda: socket.create_connection(("1.1.1.1", 80), timeout=2))
+        assert sites.run_inside(lambda: socket.create_connection(("127.0.0.1", port), timeout=2).close()) is None
 
 
 def test_invalid_actions_show_the_browsers_error_and_change_nothing(env):

@@ -4,7 +4,8 @@ Playwright's synchronous objects belong to the thread that made them, while an e
 steps may come from any thread (collection workers, ``asyncio.to_thread`` in the agent
 loop). So every browser call runs on one dedicated thread per browser.
 
-Network: the browser resolves only the site names (``Sites.host_rules``); every other
+Network: the browser runs in the sites' network namespace (only loopback; see
+:mod:`.sites`), and there it resolves only the site names (``Sites.host_rules``); every other
 name fails to resolve, and everything not under ``.test`` -- IP literals and loopback
 included -- goes to a proxy on a closed loopback port, so it fails too. Background
 services (updates, safe browsing, metrics, sync) are off.
@@ -48,8 +49,8 @@ class Browser:
     """One headless Chromium, driven on its own thread; :meth:`call` runs a function there."""
 
     def __init__(self, host_rules: str, *, executable: Path = CHROMIUM):
-        if not executable.exists():
-            raise BrowserUnavailable(f"{executable} is missing: apt-get install chromium (or run scripts/setup.sh)")
+        if not CHROMIUM.exists() or not executable.exists():
+            raise BrowserUnavailable(f"{CHROMIUM} is missing: apt-get install chromium (or run scripts/setup.sh)")
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="web-browser")
         self._pw: Any = None
         self.browser: Any = None

@@ -21,7 +21,7 @@ from typing import Any
 from agentworld.envs.base import Env, Reset, Step
 from agentworld.envs.web.actions import Action, parse_action
 from agentworld.envs.web.axtree import MARK_JS, render, tabs_line
-from agentworld.envs.web.browser import Browser
+from agentworld.envs.web.browser import CHROMIUM, Browser
 from agentworld.envs.web.sites import INDEX, MINIWOB, Sites
 from agentworld.records.trajectory import SimContext
 
@@ -83,7 +83,7 @@ class WebEnv(Env):
         self._start = f"http://{MINIWOB}/miniwob/{miniwob}.html" if miniwob else str(options.get("start_url", HOME))
         tabs = [str(u) for u in options.get("tabs", [])]
         if self._browser is None:
-            self._browser = Browser(self.sites.host_rules())
+            self._browser = Browser(self.sites.host_rules(), executable=self.sites.chromium(CHROMIUM))
         browser = self._browser
 
         def start() -> str:

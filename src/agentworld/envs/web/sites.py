@@ -7,15 +7,18 @@
 - ``http://docs.test/``: the Python HTML documentation itself (``python3.11-doc``);
 - ``http://miniwob.test/``: the MiniWoB++ task pages the PyPI ``miniwob`` package ships.
 
-The browser maps each name to its server's loopback port (``host_rules``), so recorded
-URLs never show a port, and it reaches nothing else. Servers are tagged with the owner
-variable, so a sweep after a kill ends them (:mod:`agentworld.envs.sweep`); their folder
-carries an owner record for the same reason.
+The servers and the browser share a network namespace of their own that has only a
+loopback interface (``unshare --net``; where namespaces are not allowed, the host's
+loopback on free ports), so nothing outside is reachable whatever the browser is told.
+The browser maps each name to its server's port (``host_rules``), so recorded URLs never
+show a port. Processes are tagged with the owner variable, so a sweep after a kill ends
+them (:mod:`agentworld.envs.sweep`); their folder carries an owner record for the same reason.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import re
 import shutil
@@ -23,11 +26,14 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import weakref
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from agentworld.envs._owner import OWNER_VAR, token, write_owner
 from agentworld.envs.sweep import WEB_PREFIX
@@ -44,6 +50,17 @@ _FOOTER = ('Powered by <a href="https://datasette.io/">Datasette</a> &middot; Da
            "of Debian's python3.11-doc\n")
 
 INDEX, DOCS, MINIWOB = "index.test", "docs.test", "miniwob.test"
+CLONE_NEWNET = 0x40000000
+# The namespace's holder: brings its loopback up (SIOCGIFFLAGS / SIOCSIFFLAGS), says so, and
+# lives until its stdin closes (its owner exited) or it is killed.
+_HOLDER = """
+import fcntl, socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+flags = struct.unpack("16sH", fcntl.ioctl(s, 0x8913, struct.pack("16sH", b"lo", 0))[:18])[1]
+fcntl.ioctl(s, 0x8914, struct.pack("16sH", b"lo", flags | 1))
+print("up", flush=True)
+sys.stdin.read()
+"""
 
 
 class SitesUnavailable(RuntimeError):
@@ -164,6 +181,7 @@ class Sites:
         self._procs: list[subprocess.Popen[bytes]] = []
         self._finalizer = weakref.finalize(self, _stop, self._procs, self.dir)
         try:
+            self.netns = self._isolate()
             self.stats = build_database(self.dir / "pydocs.db")
             templates = self.dir / "templates"
             templates.mkdir()
@@ -184,10 +202,35 @@ class Sites:
             self.close()
             raise
 
+    def _isolate(self) -> str | None:
+        """A new network namespace with only loopback, held by a child; None where the host
+        does not allow one (the servers then use the host's loopback)."""
+        try:
+            holder = subprocess.Popen(["unshare", "--net", "--", sys.executable, "-c", _HOLDER], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                      env=dict(os.environ, **{OWNER_VAR: token()}))
+        except OSError:
+            return None
+        self._procs.append(holder)  # type: ignore[arg-type]
+        assert holder.stdout is not None
+        if holder.stdout.readline().strip() != b"up":
+            holder.wait()
+            self._procs.remove(holder)  # type: ignore[arg-type]
+            return None
+        return f"/proc/{holder.pid}/ns/net"
+
+    def run_inside(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on a thread that has joined the sites' network namespace (the host's
+        when there is none): how the host reaches a server."""
+        return in_netns(self.netns, fn)
+
     def _start(self, host: str, what: str, argv: list[str]) -> Site:
         from agentworld.launch import free_port
 
-        port = free_port()
+        # Alone in its namespace, a server can take a fixed port (after the holder: 8001, 8002...).
+        port = 8000 + len(self._procs) if self.netns else free_port()
+        if self.netns:
+            argv = ["nsenter", f"--net={self.netns}", "--", *argv]
         log = open(self.dir / f"{host}.log", "wb")  # noqa: SIM115 - the child holds it; closed below
         env = dict(os.environ, **{OWNER_VAR: token()})
         proc = subprocess.Popen([a.replace("{port}", str(port)) for a in argv], stdout=log, stderr=subprocess.STDOUT,
@@ -200,17 +243,29 @@ class Sites:
         import httpx
 
         deadline = time.monotonic() + timeout_s
-        for site, proc in zip(self.sites.values(), self._procs, strict=True):
+        for site, proc in zip(self.sites.values(), self._procs[-len(self.sites):], strict=True):
             while True:
                 if proc.poll() is not None:
                     tail = (self.dir / f"{site.host}.log").read_text(errors="replace")[-1500:]
                     raise SitesUnavailable(f"the {site.what} server exited with {proc.returncode}:\n{tail}")
                 with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(f"http://127.0.0.1:{site.port}/", timeout=2).status_code < 500:
+                    url = f"http://127.0.0.1:{site.port}/"
+                    if self.run_inside(lambda u=url: httpx.get(u, timeout=2).status_code) < 500:
                         break
                 if time.monotonic() > deadline:
                     raise SitesUnavailable(f"the {site.what} server was not ready after {timeout_s:.0f} s")
                 time.sleep(0.1)
+
+    def chromium(self, executable: Path) -> Path:
+        """The browser command: ``executable`` itself, or a wrapper that starts it inside the
+        sites' network namespace (Playwright's pipes and arguments pass through unchanged)."""
+        if not self.netns:
+            return executable
+        wrapper = self.dir / "chromium"
+        if not wrapper.exists():
+            wrapper.write_text(f'#!/bin/sh\nexec nsenter --net={self.netns} -- {executable} "$@"\n')
+            wrapper.chmod(0o755)
+        return wrapper
 
     def host_rules(self) -> str:
         """Chromium ``--host-resolver-rules``: each site name to its port; every other name fails."""
@@ -234,11 +289,43 @@ class Sites:
         self.close()
 
 
+T = TypeVar("T")
+
+
+def in_netns(path: str | None, fn: Callable[[], T]) -> T:
+    """``fn()`` on a thread that joined the network namespace at ``path`` (a thread's
+    namespace is its own, so the caller's stays as it was)."""
+    if path is None:
+        return fn()
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            if ctypes.CDLL(None, use_errno=True).setns(fd, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), f"setns {path}")
+            out["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            out["error"] = exc
+        finally:
+            os.close(fd)
+
+    thread = threading.Thread(target=run, name="web-netns")
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
 def _static(folder: Path) -> list[str]:
     return [sys.executable, "-m", "http.server", "{port}", "--bind", "127.0.0.1", "--directory", str(folder)]
 
 
 def _stop(procs: list[subprocess.Popen[bytes]], folder: Path) -> None:
+    for proc in procs:
+        if proc.stdin is not None:
+            proc.stdin.close()  # the namespace holder's cue
     for proc in procs:
         if proc.poll() is None:
             proc.terminate()
