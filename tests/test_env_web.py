@@ -153,6 +153,24 @@ def test_recorded_errors_are_the_actions_not_environment_failures():
     assert len(kept) == len(trajs) and report.total("dropped_env_failure") == 0
 
 
+def test_collect_web_records_and_resumes(tmp_path):
+    from typer.testing import CliRunner
+
+    from agentworld.cli import app
+
+    out = tmp_path / "web.jsonl"
+    args = ["collect", "web", "-t", "mw_click_dialog", "-t", "mw_arithmetic", "--episodes", "1", "--test-episodes", "1",
+            "-o", str(out), "--bench-dir", str(tmp_path)]
+    res = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+    assert res.exit_code == 0, res.output
+    assert f"{out}: 2 recorded, 0 already there, 0 failed" in res.output
+    assert json.loads((tmp_path / "web_test.jsonl").read_text().splitlines()[0])["task"] == "web"
+    again = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+    assert f"{out}: 0 recorded, 2 already there, 0 failed" in again.output
+    bad = CliRunner().invoke(app, ["collect", "web", "-t", "nope"], env={"COLUMNS": "300"})
+    assert bad.exit_code == 2 and "unknown web task template 'nope'" in bad.output
+
+
 def test_agent_replies_are_read_as_one_action():
     assert parse_reply("I will search.\nfill('24', 'json')") == "fill('24', 'json')"
     assert parse_reply("```\nclick('7')\n```") == "click('7')"
