@@ -150,9 +150,11 @@ def test_recorded_errors_are_the_actions_not_environment_failures():
     assert errors  # unknown ids, hidden elements, blocked URLs, malformed calls
     report = FilterReport()
     kept = [t for t in trajs if filter_trajectory(t, FilterConfig(), report)]
-    assert len(kept) == len(trajs) and report.total("dropped_env_failure") == 0
+    assert report.total("dropped_env_failure") == 0
+    assert len(kept) == len([t for t in trajs if len(t.turns) >= 2])  # one-click MiniWoB tasks are too short
 
 
+@pytest.mark.slow
 def test_collect_web_records_and_resumes(tmp_path):
     from typer.testing import CliRunner
 
