@@ -185,7 +185,7 @@ import json, os, sys, time
 from agentworld.envs.web import WebEnv
 env = WebEnv()
 env.reset(options={"start_url": "http://docs.test/index.html"})
-pids = [p.pid for p in env.sites._procs]
+pids = [p.pid for p in env.sites._procs if p.args[0] != "unshare"]  # the namespace holder exits by itself
 print(json.dumps({"pids": pids, "dir": str(env.sites.dir)}), flush=True)
 time.sleep(600)
 """
