@@ -13,6 +13,8 @@ APT_PACKAGES=(tmux bubblewrap debootstrap libseccomp2)
 # The corpus reads only these packages' files (dpkg -L; see envs/search/sources.py).
 APT_PACKAGES+=(python3.11-doc linux-doc-6.1 dict-gcide manpages manpages-dev coreutils findutils grep sed tar gzip
                diffutils bash util-linux procps less man-db)
+# The web environment: Debian's Chromium, driven by Playwright (never `playwright install`), and fonts.
+APT_PACKAGES+=(chromium fonts-dejavu-core)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(nodejs npm)
 
 if [ "${AGENTWORLD_SKIP_APT:-0}" != "1" ]; then

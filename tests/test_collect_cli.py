@@ -25,13 +25,14 @@ def test_every_command_takes_the_shared_options_around_its_own() -> None:
         "search": ["template", "corpus", "build", "rebuild", "max_pages", "source", "agent_native_tools"],
         "swe": ["repo", "agent_native_tools", "max_steps", "download"],
         "os": ["template", "build", "max_steps", "episode_timeout"],
+        "web": ["template", "max_steps", "episode_timeout"],
     }
     for command, names in own.items():
         assert list(_params(command)) == [*SHARED_HEAD, *names, *SHARED_TAIL], command
 
 
 def test_episode_defaults_are_per_command() -> None:
-    expected = {"terminal": (20, 60), "mcp": (20, 30), "search": (20, 30), "swe": (0, 30), "os": (20, 40)}
+    expected = {"terminal": (20, 60), "mcp": (20, 30), "search": (20, 30), "swe": (0, 30), "os": (20, 40), "web": (40, 40)}
     for command, (episodes, test_episodes) in expected.items():
         params = _params(command)
         assert (params["episodes"], params["test_episodes"]) == (episodes, test_episodes), command

@@ -130,6 +130,15 @@ def _android(tmp_path: Path) -> Setup:
                  actions=['{"action": "tap", "element": 1}', DEFAULT_ACTION])
 
 
+def _web(tmp_path: Path) -> Setup:
+    from agentworld.envs.web.sites import missing
+
+    if problems := missing() + ([] if Path("/usr/bin/chromium").exists() else ["chromium (apt)"]):
+        pytest.skip("web prerequisites missing: " + "; ".join(problems))
+    return Setup(options={"task": "look around", "start_url": "http://docs.test/library/json.html"},
+                 actions=["scroll(0, 600)", DEFAULT_ACTION])
+
+
 SETUPS: dict[str, Callable[[Path], Setup]] = {
     "android-v1": _android,
     "terminal-v1": _terminal,
@@ -139,6 +148,7 @@ SETUPS: dict[str, Callable[[Path], Setup]] = {
     "os-v1": _os,
     "sim-v1": _sim,
     "fictional-search-v1": _fictional,
+    "web-v1": _web,
 }
 MARKS = {"terminal-v1": [pytest.mark.sandbox], "os-v1": [pytest.mark.sandbox], "swe-v1": [pytest.mark.sandbox, pytest.mark.slow]}
 

@@ -71,7 +71,7 @@ def test_rendered_where_the_system_prompt_puts_demonstrations(demos: Demonstrati
     bare = demos.apply(build_messages("", [], action), "terminal")
     assert bare[0]["role"] == "system" and bare[0]["content"].startswith(TITLE)
     # A domain the source has no turns of: unchanged.
-    assert demos.apply(build_messages(system, [], action), "web") == build_messages(system, [], action)
+    assert demos.apply(build_messages(system, [], action), "android") == build_messages(system, [], action)
 
 
 def test_spec_options_of_every_backend(tmp_path: Path) -> None:

@@ -90,8 +90,8 @@ def test_search_rules_memory_and_repeated_extraction():
     assert [c.kind for c in rules.check(state, call("web_extractor", url="https://x.fict/Velmora"), other)] == ["page"]
 
 
-def test_gui_domains_have_no_rules():
-    state, rules = LedgerState(), ledger_for("web")
+def test_gui_domains_without_rules_record_nothing():
+    state, rules = LedgerState(), ledger_for("android")
     rules.update(state, "click(12)", "[12] button 'OK'")
     assert state.is_empty() and rules.check(state, "click(12)", "anything") == []
 

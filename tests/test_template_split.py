@@ -24,9 +24,12 @@ def _registries() -> dict[str, tuple[list[str], dict[str, str] | None]]:
     from agentworld.envs.search import TEMPLATES as SEARCH
     from agentworld.envs.swe import REPOS
     from agentworld.envs.terminal import TEMPLATES as TERMINAL
+    from agentworld.envs.web.tasks import TEMPLATES as WEB
+    from agentworld.envs.web.tasks import template_families as web_families
 
     return {"terminal": (TERMINAL.names(), TERMINAL.families()), "mcp": (sorted(MCP), template_families()),
-            "search": (sorted(SEARCH), None), "swe": (sorted(REPOS), None), "os": (OS.names(), OS.families())}
+            "search": (sorted(SEARCH), None), "swe": (sorted(REPOS), None), "os": (OS.names(), OS.families()),
+            "web": (sorted(WEB), web_families())}
 
 
 def test_split_is_deterministic_disjoint_and_complete() -> None:
@@ -84,7 +87,7 @@ def _template(task: str | None) -> str:
     return task.split(":")[1] if task and task.startswith("repair:") else str(task)
 
 
-@pytest.mark.parametrize("domain", ["terminal", "mcp", "search", "swe", "os"])
+@pytest.mark.parametrize("domain", ["terminal", "mcp", "search", "swe", "os", "web"])
 def test_shipped_benchmark_holds_out_whole_templates(domain: str) -> None:
     from agentworld.data.split import turn_fingerprint
 

@@ -46,7 +46,11 @@ def is_empty_action(action: str) -> bool:
 
 
 def env_failure(turn: Turn) -> str | None:
-    """Why a GUI turn counts as an environment failure, or None."""
+    """Why a GUI turn counts as an environment failure, or None. A recorder that knows the
+    environment worked says so (``env_failure: false``, as web-v1 does): a Playwright timeout
+    or a ``net::ERR_`` page is then the action's error (an unknown element, a blocked URL)."""
+    if turn.metadata.get("env_failure") is False:
+        return None
     flag = turn.metadata.get("env_failure") or turn.metadata.get("env_error")
     if flag:
         return str(flag)

@@ -9,11 +9,13 @@ SPEC = DomainSpec(
     action_space=(
         "Each action is one browser call on element ids (bid) from the last tree: "
         "click(bid), fill(bid, text), select_option(bid, option), hover(bid), "
-        "keyboard_press(key), scroll(dx, dy), goto(url), go_back(), go_forward(), "
-        "new_tab(), tab_focus(index), tab_close(), noop()."
+        "keyboard_press(key), keyboard_type(text), scroll(dx, dy), goto(url), go_back(), go_forward(), "
+        "new_tab(), tab_focus(index), tab_close(), noop(). Arguments are Python literals, e.g. "
+        "click('12') or fill('7', 'json')."
     ),
     observation_format=(
-        "Print the page state: a header with the URL, the page title and the open tabs, then "
+        "Print the page state: a header with the URL, the page title and the open tabs (and, "
+        "where known, the focused element and the scroll position), then "
         "the accessibility tree, one node per line, indented by depth: "
         "`[bid] role 'name'` followed by properties (value, checked, focused...). Actions on "
         "missing ids fail with an error line and leave the page unchanged."

@@ -131,6 +131,7 @@ _REGISTRY: dict[str, Callable[..., Env] | str] = {
     # A device or emulator over adb (kwargs: serial, adb_path...); none runs on our machines.
     "android-v1": "agentworld.envs.android.env:AndroidEnv",
     "os-v1": "agentworld.envs.os.env:DesktopEnv",
+    "web-v1": "agentworld.envs.web.env:WebEnv",
     # The simulator (kwargs: world_model, scenario...) and the fictional-world search
     # environment (kwargs: world, question...), made like any real environment.
     "sim-v1": "agentworld.sim.env:SimEnv",

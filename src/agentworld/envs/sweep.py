@@ -27,6 +27,9 @@ from agentworld.envs._owner import OWNER_VAR, alive, owner_alive
 
 MCP_PREFIX = "aw-mcp-"
 """Temporary folder of one MCP episode (workspace and server log)."""
+WEB_PREFIX = "aw-web-"
+"""Temporary folder of one set of web sites (database, server logs); their servers and
+browsers carry the owner variable, so :func:`kill_orphans` ends them."""
 
 
 @dataclass(frozen=True)
@@ -39,13 +42,15 @@ class SweepReport:
     """Terminal/SWE sandboxes: mounts, cgroup, tmux server and folder."""
     mcp_dirs: int = 0
     """MCP episode folders."""
+    web_dirs: int = 0
+    """Web site folders (database, server logs)."""
 
     @property
     def total(self) -> int:
-        return self.processes + self.sandboxes + self.mcp_dirs
+        return self.processes + self.sandboxes + self.mcp_dirs + self.web_dirs
 
     def __str__(self) -> str:
-        parts = [(self.sandboxes, "sandbox(es)"), (self.mcp_dirs, "MCP folder(s)"), (self.processes, "process(es)")]
+        parts = [(self.sandboxes, "sandbox(es)"), (self.mcp_dirs, "MCP folder(s)"), (self.web_dirs, "web site folder(s)"), (self.processes, "process(es)")]
         return "removed " + ", ".join(f"{n} {what}" for n, what in parts if n) + " left behind by killed runs"
 
 
@@ -68,7 +73,7 @@ def sweep_now(base_dir: str | Path | None = None) -> SweepReport:
     base = Path(base_dir or tempfile.gettempdir())
     # Processes first, so nothing still writes into the folders removed next.
     return SweepReport(processes=_guarded(kill_orphans), sandboxes=_guarded(sweep_stale, base),
-                       mcp_dirs=_guarded(_sweep_mcp_dirs, base))
+                       mcp_dirs=_guarded(_sweep_mcp_dirs, base), web_dirs=_guarded(_sweep_owned_dirs, base, WEB_PREFIX))
 
 
 def _guarded(step: Callable[..., int], *args: object) -> int:
@@ -112,8 +117,12 @@ def kill_orphans() -> int:
 
 
 def _sweep_mcp_dirs(base: Path) -> int:
+    return _sweep_owned_dirs(base, MCP_PREFIX)
+
+
+def _sweep_owned_dirs(base: Path, prefix: str) -> int:
     swept = 0
-    for folder in base.glob(f"{MCP_PREFIX}*"):
+    for folder in base.glob(f"{prefix}*"):
         if owner_alive(folder) is False:  # None: no owner record, not ours to judge
             shutil.rmtree(folder, ignore_errors=True)
             swept += 1

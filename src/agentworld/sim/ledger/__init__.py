@@ -9,10 +9,11 @@ from agentworld.sim.ledger.os import DesktopLedger
 from agentworld.sim.ledger.search import SearchLedger
 from agentworld.sim.ledger.terminal import ShellLedger
 from agentworld.sim.ledger.tools import ToolLedger
+from agentworld.sim.ledger.web import WebLedger
 
 
 def ledger_for(domain: str) -> LedgerRules:
-    """The ledger rules of a domain (web and android have none yet)."""
+    """The ledger rules of a domain (android has none yet)."""
     d = domain_of_task(domain)
     if d == "terminal":
         return ShellLedger()
@@ -22,6 +23,8 @@ def ledger_for(domain: str) -> LedgerRules:
         return SearchLedger()
     if d == "os":
         return DesktopLedger()
+    if d == "web":
+        return WebLedger()
     return NoLedger()
 
 

@@ -53,6 +53,10 @@ class LedgerState(BaseModel):
     windows: list[str] = Field(default_factory=list)
     """Titles of the open desktop windows (GUI domains), in the order the screen lists them."""
     active_window: str | None = None
+    visited: list[str] = Field(default_factory=list)
+    """Web: URLs the browser showed, in the order first seen (the last one is the current page)."""
+    form_values: dict[str, str] = Field(default_factory=dict)
+    """Web: element id -> the value the session put in that field of the current page."""
 
     # -- helpers the domain rules share ---------------------------------------------
     def abspath(self, path: str) -> str:
@@ -101,6 +105,10 @@ class LedgerState(BaseModel):
             lines.append(f"page {url} was already extracted (extract it identically)")
         for title in self.windows:
             lines.append(f"window {title!r} is open" + (" and active" if title == self.active_window else ""))
+        if self.visited:
+            lines.append("pages visited: " + ", ".join(self.visited[-10:]) + f" (the browser is on {self.visited[-1]})")
+        for bid, value in self.form_values.items():
+            lines.append(f"field [{bid}] on the current page holds {json.dumps(value, ensure_ascii=False)}")
         text = "\n".join(lines)
         return text if len(text) <= max_chars else text[: max_chars - 20] + "\n... (older facts cut)"
 

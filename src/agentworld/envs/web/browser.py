@@ -1,0 +1,91 @@
+"""Debian's Chromium under Playwright, on one thread of its own, reaching only the sites.
+
+Playwright's synchronous objects belong to the thread that made them, while an episode's
+steps may come from any thread (collection workers, ``asyncio.to_thread`` in the agent
+loop). So every browser call runs on one dedicated thread per browser.
+
+Network: the browser runs in the sites' network namespace (only loopback; see
+:mod:`.sites`), and there it resolves only the site names (``Sites.host_rules``); every other
+name fails to resolve, and everything not under ``.test`` -- IP literals and loopback
+included -- goes to a proxy on a closed loopback port, so it fails too. Background
+services (updates, safe browsing, metrics, sync) are off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from agentworld.envs._owner import OWNER_VAR, token
+
+CHROMIUM = Path("/usr/bin/chromium")
+"""Debian's ``chromium`` package (never ``playwright install``)."""
+DEAD_PROXY = "http://127.0.0.1:9"
+"""A loopback port nothing serves (discard): requests sent to it fail at once."""
+
+_QUIET = ["--disable-background-networking", "--disable-component-update", "--disable-sync",
+          "--disable-default-apps", "--disable-domain-reliability", "--disable-client-side-phishing-detection",
+          "--disable-breakpad", "--metrics-recording-only", "--no-first-run", "--no-pings",
+          "--disable-features=Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication",
+          "--font-render-hinting=none"]
+
+T = TypeVar("T")
+
+
+class BrowserUnavailable(RuntimeError):
+    """Chromium cannot start here; the message says what to install."""
+
+
+def launch_args(host_rules: str) -> list[str]:
+    return [f"--proxy-server={DEAD_PROXY}", "--proxy-bypass-list=<-loopback>;*.test",
+            f"--host-resolver-rules={host_rules}", *_QUIET]
+
+
+class Browser:
+    """One headless Chromium, driven on its own thread; :meth:`call` runs a function there."""
+
+    def __init__(self, host_rules: str, *, executable: Path = CHROMIUM):
+        if not CHROMIUM.exists() or not executable.exists():
+            raise BrowserUnavailable(f"{CHROMIUM} is missing: apt-get install chromium (or run scripts/setup.sh)")
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="web-browser")
+        self._pw: Any = None
+        self.browser: Any = None
+        try:
+            self.call(lambda: self._start(host_rules, executable))
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, host_rules: str, executable: Path) -> None:
+        from playwright.sync_api import sync_playwright
+
+        self._pw = sync_playwright().start()
+        # Tagged, so a sweep after a kill ends the browser and its children (envs/sweep.py).
+        env = dict(os.environ, **{OWNER_VAR: token()})
+        self.browser = self._pw.chromium.launch(executable_path=str(executable), headless=True,
+                                                args=launch_args(host_rules), env=env)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        return self._thread.submit(fn).result()
+
+    def close(self) -> None:
+        if self._thread is None:
+            return
+
+        def stop() -> None:
+            try:
+                if self.browser is not None:
+                    self.browser.close()
+            finally:
+                if self._pw is not None:
+                    self._pw.stop()
+
+        with contextlib.suppress(Exception):  # closing must not fail; a leftover browser is swept later
+            self._thread.submit(stop).result(timeout=30)
+        self._thread.shutdown(wait=False)
+        self._thread = None  # type: ignore[assignment]
+        self.browser = self._pw = None
