@@ -95,11 +95,17 @@ class RecordTurns(Env):
 
     ``turns`` holds the episode so far; :meth:`trajectory` returns it as a Trajectory.
     The wrapped environment stays reachable as ``env`` (``unwrapped`` for the innermost).
+    With ``drop_unchanged`` (GUI domains, SPEC section 5), a step whose observation equals the
+    one before it, up to whitespace, is not kept unless it ended the episode: the action
+    still ran, and the state chain reads the same without it (``dropped`` counts them).
     """
 
-    def __init__(self, env: Env):
+    def __init__(self, env: Env, *, drop_unchanged: bool = False):
         self.env = env
         self.turns: list[Turn] = []
+        self.drop_unchanged = drop_unchanged
+        self.dropped = 0
+        self._last = ""
 
     @property  # type: ignore[override]
     def domain(self) -> str:
@@ -117,11 +123,17 @@ class RecordTurns(Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
         res = self.env.reset(seed=seed, options=options)
         self.turns = []
+        self._last = res.observation
         return res
 
     def step(self, action: str) -> Step:
         t0 = time.time()
         res = self.env.step(action)
+        unchanged = " ".join(res.observation.split()) == " ".join(self._last.split())
+        self._last = res.observation
+        if self.drop_unchanged and unchanged and not (res.terminated or res.truncated):
+            self.dropped += 1
+            return res
         self.turns.append(recorded_turn(action, res.observation, res.info, started_at=t0,
                                         duration_s=time.time() - t0))
         return res

@@ -37,20 +37,27 @@ class TextProtocol:
     """What a reply without an action is answered with."""
     finish: Mapping[str, str] = field(default_factory=dict)
     """Parsed replies that end the episode -> how it finished (e.g. ``{"DONE": "done"}``)."""
+    opening: Callable[[str], str] | None = None
+    """The first user message from the first observation (default: the observation)."""
 
 
 async def play_text_agent(recorder: Recorder, protocol: TextProtocol, config: AgentConfig, *,
-                          reset: dict[str, Any], client: Any = None) -> str:
+                          reset: dict[str, Any], client: Any = None,
+                          before_turn: Callable[[], None] | None = None) -> str:
     """Play one episode; returns how it finished: a ``finish`` value, ``invalid_actions``,
     ``terminated`` (the env ended it) or ``max_steps``. ``reset`` are the recorder's
-    ``reset`` arguments (seed, options). The client is closed unless one was given."""
+    ``reset`` arguments (seed, options). ``before_turn`` runs before each model call (e.g. a
+    time budget that raises). The client is closed unless one was given."""
     own = client is None
     client = client or open_client(config)
     try:
         first = await asyncio.to_thread(recorder.reset, **reset)
-        messages = [{"role": "system", "content": protocol.system}, {"role": "user", "content": first.observation}]
+        opening = protocol.opening(first.observation) if protocol.opening else first.observation
+        messages = [{"role": "system", "content": protocol.system}, {"role": "user", "content": opening}]
         invalid = steps = 0
         while steps < config.max_turns:
+            if before_turn is not None:
+                before_turn()
             reply = await client.chat.completions.create(
                 model=config.model, messages=messages, temperature=config.temperature, max_tokens=config.max_tokens)
             text = reply.choices[0].message.content or ""

@@ -14,7 +14,6 @@ from typing import Any
 
 from agentworld.domains import get_domain
 from agentworld.envs.agent import AgentConfig as ToolAgentConfig
-from agentworld.envs.base import Reset
 from agentworld.envs.os.env import SPECIAL, DesktopEnv
 from agentworld.envs.os.task import DesktopTask
 from agentworld.envs.record import RecordTurns
@@ -30,38 +29,12 @@ def _provenance(task: DesktopTask, seed: int, agent: str) -> Provenance:
                       created_at=datetime.now(UTC).isoformat(timespec="seconds"))
 
 
-def _same(a: str, b: str) -> bool:
-    return " ".join(a.split()) == " ".join(b.split())
-
-
-class _Recorder:
-    """RecordTurns that forgets a turn whose observation repeats the previous one."""
-
-    def __init__(self, env: DesktopEnv):
-        self.rec = RecordTurns(env)
-        self.last = ""
-        self.dropped = 0
-
-    def reset(self, **kw: Any) -> Reset:
-        res = self.rec.reset(**kw)
-        self.last = res.observation
-        return res
-
-    def step(self, action: str) -> Any:
-        res = self.rec.step(action)
-        if _same(res.observation, self.last) and not (res.terminated or res.truncated):
-            self.rec.turns.pop()
-            self.dropped += 1
-        self.last = res.observation
-        return res
-
-
 def run_scripted(env: DesktopEnv, task: DesktopTask, *, seed: int, trajectory_id: str,
                  max_steps: int = 40) -> Trajectory:
     """Play the task's script in a fresh episode and record the turns that changed something."""
     if task.script is None:
         raise ValueError(f"os task {task.name!r} has no script")
-    rec = _Recorder(env)
+    rec = RecordTurns(env, drop_unchanged=True)
     gen = task.script(rec.reset(seed=seed, options={"task": task}).observation)
     obs: str | None = None
     for _ in range(max_steps):
@@ -74,7 +47,7 @@ def run_scripted(env: DesktopEnv, task: DesktopTask, *, seed: int, trajectory_id
         if res.terminated or res.truncated:
             break
     prov = _provenance(task, seed, "scripted")
-    return rec.rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
+    return rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
 
 
 @dataclass
@@ -114,7 +87,7 @@ def parse_agent_reply(text: str) -> str | None:
 async def run_agent(env: DesktopEnv, task: DesktopTask, config: AgentConfig, *, seed: int, trajectory_id: str,
                     client: Any = None) -> Trajectory:
     """Let the model act until it says DONE/FAIL, runs out of turns, or stops giving actions."""
-    rec = _Recorder(env)
+    rec = RecordTurns(env, drop_unchanged=True)
     protocol = TextProtocol(
         system=agent_system_prompt(task), parse=parse_agent_reply, finish={"DONE": "done", "FAIL": "fail"},
         reminder="That was not a valid action. Reply with one Python program in a ```python block (pyautogui), "
@@ -123,4 +96,4 @@ async def run_agent(env: DesktopEnv, task: DesktopTask, config: AgentConfig, *, 
                                      client=client)
     prov = _provenance(task, seed, config.model)
     prov.finished = finished
-    return rec.rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
+    return rec.trajectory(trajectory_id=trajectory_id, provenance=prov)

@@ -13,7 +13,6 @@ data filters do for GUI domains (SPEC section 5); the action still ran.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from collections.abc import Callable, Generator
@@ -21,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentworld.domains import get_domain
-from agentworld.envs.agent import AgentConfig, open_client
+from agentworld.envs.agent import AgentConfig
 from agentworld.envs.base import Env
 from agentworld.envs.record import RecordTurns
+from agentworld.envs.text_agent import TextProtocol, play_text_agent
 from agentworld.envs.web.actions import parse_action
 from agentworld.records.trajectory import Provenance, Trajectory
 
@@ -56,31 +56,6 @@ def _check_deadline(deadline: float | None, limit_s: float | None) -> None:
         raise EpisodeTimeout(f"the episode ran past its {limit_s:.0f} s budget")
 
 
-def _same(a: str, b: str) -> bool:
-    return " ".join(a.split()) == " ".join(b.split())
-
-
-class _Recorder:
-    """Steps through a :class:`RecordTurns` and drops the turns that changed nothing."""
-
-    def __init__(self, env: Env):
-        self.rec = RecordTurns(env)
-        self.last = ""
-        self.dropped = 0
-
-    def reset(self, **kwargs: Any) -> str:
-        self.last = self.rec.reset(**kwargs).observation
-        return self.last
-
-    def step(self, action: str) -> Any:
-        res = self.rec.step(action)
-        if _same(res.observation, self.last):
-            self.rec.turns.pop()
-            self.dropped += 1
-        self.last = res.observation
-        return res
-
-
 def run_scripted(env: Env, task: WebTask, *, trajectory_id: str, seed: int | None = None,
                  max_turns: int = 30, timeout_s: float | None = None) -> Trajectory:
     """Reset ``env`` for ``task``, play its script and record every turn that changed the page;
@@ -88,8 +63,8 @@ def run_scripted(env: Env, task: WebTask, *, trajectory_id: str, seed: int | Non
     deadline = time.monotonic() + timeout_s if timeout_s else None
     if task.script is None:
         raise ValueError(f"task {task.template!r} has no scripted policy")
-    rec = _Recorder(env)
-    policy = task.script(rec.reset(seed=seed, options=task.reset_options()))
+    rec = RecordTurns(env, drop_unchanged=True)
+    policy = task.script(rec.reset(seed=seed, options=task.reset_options()).observation)
     steps = 0
     try:
         action = next(policy)
@@ -103,7 +78,7 @@ def run_scripted(env: Env, task: WebTask, *, trajectory_id: str, seed: int | Non
     except StopIteration:
         pass
     prov = Provenance(source="real", environment=ENVIRONMENT, task=task.template, seed=seed, agent="scripted")
-    return rec.rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
+    return rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
 
 
 # -- the LLM agent ------------------------------------------------------------------------------
@@ -130,45 +105,17 @@ def parse_reply(text: str) -> str | None:
 
 
 async def run_agent(env: Env, task: WebTask, config: AgentConfig, *, trajectory_id: str, seed: int | None = None,
-                    client: Any = None, max_invalid: int = 3, timeout_s: float | None = None) -> Trajectory:
+                    client: Any = None, timeout_s: float | None = None) -> Trajectory:
     """Let the model act until it says DONE, the episode ends, or it runs out of turns;
     :class:`EpisodeTimeout` past ``timeout_s`` seconds."""
     deadline = time.monotonic() + timeout_s if timeout_s else None
-    own = client is None
-    client = client or open_client(config)
-    rec = _Recorder(env)
-    try:
-        first = await asyncio.to_thread(rec.reset, seed=seed, options=task.reset_options())
-        messages: list[dict[str, str]] = [{"role": "system", "content": agent_instructions()},
-                                          {"role": "user", "content": f"Task: {task.description}\n\n{first}"}]
-        finished, steps, invalid = "max_steps", 0, 0
-        while steps < config.max_turns:
-            _check_deadline(deadline, timeout_s)
-            reply = await client.chat.completions.create(model=config.model, messages=messages,
-                                                         temperature=config.temperature, max_tokens=config.max_tokens)
-            text = reply.choices[0].message.content or ""
-            messages.append({"role": "assistant", "content": text})
-            action = parse_reply(text)
-            if action == "":
-                finished = "done"
-                break
-            if action is None:
-                invalid += 1
-                if invalid >= max_invalid:
-                    finished = "invalid_actions"
-                    break
-                messages.append({"role": "user", "content": "Reply with one action call, e.g. click('12'), or DONE."})
-                continue
-            invalid = 0
-            res = await asyncio.to_thread(rec.step, action)
-            steps += 1
-            messages.append({"role": "user", "content": res.observation})
-            if res.terminated or res.truncated:
-                finished = "terminated"
-                break
-        prov = Provenance(source="real", environment=ENVIRONMENT, task=task.template, seed=seed, agent=config.model)
-        prov.finished = finished
-        return rec.rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
-    finally:
-        if own:
-            await client.close()
+    rec = RecordTurns(env, drop_unchanged=True)
+    protocol = TextProtocol(
+        system=agent_instructions(), parse=parse_reply, finish={"": "done"},
+        reminder="Reply with one action call, e.g. click('12'), or DONE.",
+        opening=lambda first: f"Task: {task.description}\n\n{first}")
+    finished = await play_text_agent(rec, protocol, config, reset={"seed": seed, "options": task.reset_options()},
+                                     client=client, before_turn=lambda: _check_deadline(deadline, timeout_s))
+    prov = Provenance(source="real", environment=ENVIRONMENT, task=task.template, seed=seed, agent=config.model)
+    prov.finished = finished
+    return rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
