@@ -111,3 +111,24 @@ def test_held_out_episodes_sharing_a_training_turn_stay_out_of_the_benchmark(tmp
     assert rep.done == 2 and rep.bench_left_out == 1 and not any(rep.bench_files.values())
     rep = run_collection(_jobs(2, turns=3), run, out=out, bench_dir=tmp_path / "b2", show_progress=False)
     assert rep.bench_left_out == 0 and sum(rep.bench_files.values()) == 3
+
+
+def test_held_out_episodes_that_nearly_copy_training_stay_out_of_the_benchmark(tmp_path: Path) -> None:
+    """The near-duplicate check sees the training and held-out trajectories; the ids it
+    names are left out of the benchmark, the others are written."""
+    from agentworld.data.split import check_leakage
+
+    out = tmp_path / "traj.jsonl"
+    seen: list[tuple[int, int]] = []
+
+    def near(train: list, held: list) -> list[str]:
+        seen.append((len(train), len(held)))
+        return [test_id for test_id, _, _ in check_leakage(train, held, near_duplicate=0.5).near_duplicates]
+
+    rep = run_collection(_jobs(2, turns=3), ShellEpisodes(), out=out, bench_dir=tmp_path / "bench",
+                         show_progress=False, near_duplicates=near)
+    assert seen == [(1, 1)]
+    assert rep.done == 2 and rep.bench_left_out == 1 and not any(rep.bench_files.values())
+    rep = run_collection(_jobs(2, turns=3), ShellEpisodes(), out=out, bench_dir=tmp_path / "b2",
+                         show_progress=False, near_duplicates=lambda train, held: [])
+    assert rep.bench_left_out == 0 and sum(rep.bench_files.values()) == 3

@@ -71,6 +71,9 @@ class CollectionReport:
 
 
 RunOne = Callable[[EpisodeJob], "Trajectory | Any"]
+NearDuplicates = Callable[[list[Trajectory], list[Trajectory]], Iterable[str]]
+"""(training trajectories, held-out ones) -> ids of the held-out ones too close to training
+(the data builders' leakage check: :func:`agentworld.data.split.check_leakage`)."""
 
 
 def failures_path(out: Path) -> Path:
@@ -95,6 +98,7 @@ def run_collection(
     policy: TurnPolicy | str = TurnPolicy.spread,
     show_progress: bool = True,
     turn_key: Callable[[Turn], Hashable] | None = None,
+    near_duplicates: NearDuplicates | None = None,
     executor: ExecutorConfig | None = None,
     prereq: Prereq | None = None,
 ) -> CollectionReport:
@@ -151,25 +155,29 @@ def run_collection(
     if bench_dir is not None:
         test_ids = {j.job_id for j in jobs if j.split == "test"}
         report.bench_files, report.bench_left_out = write_bench(out, Path(bench_dir), test_ids, policy=policy,
-                                                                turn_key=turn_key)
+                                                                turn_key=turn_key, near_duplicates=near_duplicates)
     return report
 
 
 def write_bench(out: Path, bench_dir: Path, test_ids: set[str], *, policy: TurnPolicy | str = TurnPolicy.spread,
-                turn_key: Callable[[Turn], Hashable] | None = None) -> tuple[dict[str, int], int]:
+                turn_key: Callable[[Turn], Hashable] | None = None,
+                near_duplicates: NearDuplicates | None = None) -> tuple[dict[str, int], int]:
     """(Re)write ``<domain>_test.jsonl`` from the held-out trajectories recorded in ``out``;
     returns the samples written per file and how many held-out trajectories were left
-    out for sharing a turn (by ``turn_key``) with a training trajectory."""
+    out for sharing a turn (by ``turn_key``) with a training trajectory, or for being a
+    near-duplicate of one (``near_duplicates``: the ids among the held-out ones)."""
     trajs = list(read_trajectories(out))
-    seen = {turn_key(t) for traj in trajs if _job_id(traj) not in test_ids for t in traj.turns} if turn_key else set()
+    train = [traj for traj in trajs if _job_id(traj) not in test_ids]
+    seen = {turn_key(t) for traj in train for t in traj.turns} if turn_key else set()
+    held = [traj for traj in trajs if _job_id(traj) in test_ids and len(traj.turns) > 0]
+    copies = set(near_duplicates(train, held)) if near_duplicates and train and held else set()
     by_domain: dict[str, list[Trajectory]] = {}
     left_out = 0
-    for traj in trajs:
-        if _job_id(traj) in test_ids and len(traj.turns) > 0:
-            if turn_key and any(turn_key(t) in seen for t in traj.turns):
-                left_out += 1
-                continue
-            by_domain.setdefault(traj.domain, []).append(traj)
+    for traj in held:
+        if traj.id in copies or (turn_key and any(turn_key(t) in seen for t in traj.turns)):
+            left_out += 1
+            continue
+        by_domain.setdefault(traj.domain, []).append(traj)
     written = {}
     for domain, trajs in sorted(by_domain.items()):
         trajs.sort(key=lambda t: t.id)  # file order independent of completion order

@@ -109,7 +109,7 @@ def run_and_report(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], 
     """Sweep what killed runs left, run the jobs on the shared runner (``out_path`` None:
     ``runs/collect/<domain>.jsonl``), print what was recorded, exit 1 if any failed.
     ``executor``: where episodes run; ``prereq``: the environment's check, run on each Ray node."""
-    from agentworld.data.split import turn_fingerprint
+    from agentworld.data.split import check_leakage, turn_fingerprint
     from agentworld.envs.collect import failures_path, run_collection
     from agentworld.envs.sweep import sweep_leftovers
     from agentworld.executors import ExecutorUnavailable
@@ -117,10 +117,15 @@ def run_and_report(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], 
     out_path = out_path or OUT_DIR / f"{domain}.jsonl"
     if (swept := sweep_leftovers()).total:
         console.print(str(swept))
-    # Held-out samples must not be training turns (digits masked, as the leakage check does).
+    # Held-out samples must not be training turns nor near-copies of training episodes (digits
+    # masked), so a data build from the same recordings passes its leakage check.
+    def near_copies(train: list[Any], held: list[Any]) -> list[str]:
+        return [test_id for test_id, _, _ in check_leakage(train, held).near_duplicates]
+
     try:
         report = run_collection(jobs, run_one, out=out_path, workers=workers, bench_dir=bench_dir, desc=f"{domain} episodes",
-                                turn_key=lambda t: turn_fingerprint(t.action, t.observation), executor=executor, prereq=prereq)
+                                turn_key=lambda t: turn_fingerprint(t.action, t.observation), near_duplicates=near_copies,
+                                executor=executor, prereq=prereq)
     except ExecutorUnavailable as exc:
         raise fail(exc.message, exc.fix) from None
     for note in report.notes:
@@ -130,8 +135,8 @@ def run_and_report(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], 
     for path, n in report.bench_files.items():
         out.print(f"{path}: {n} samples")
     if report.bench_left_out:
-        out.print(f"{report.bench_left_out} held-out episodes left out of the benchmark: they share a turn with "
-                  "training episodes (record more with --test-episodes)")
+        out.print(f"{report.bench_left_out} held-out episodes left out of the benchmark: they share a turn with, "
+                  "or nearly copy, training episodes (record more with --test-episodes)")
     if report.failed:
         for job_id, msg in report.failures[:5]:
             console.print(f"[yellow]failed[/] {job_id}: {msg}")
