@@ -133,6 +133,10 @@ def test_real_observation_outscores_every_hack_on_local_samples() -> None:
     for k, s in enumerate(samples):
         # another sample's real observation of the same domain: an answer for another action
         other = next(o for o in samples[k + 1 :] + samples[:k] if o.domain == s.domain and o.ground_truth != s.ground_truth)
+        # GUI domains: without an earlier screen the scorer cannot tell what this action
+        # changed, and another screen of the same application shares most of its lines (a
+        # known weakness: not asserted for those first turns)
+        gui_first = s.domain in ("os", "web") and not s.history()
         lines = s.ground_truth.splitlines()
         r = _rewards(reward, s, {
             "truth": s.ground_truth,
@@ -144,17 +148,14 @@ def test_real_observation_outscores_every_hack_on_local_samples() -> None:
             "half": "\n".join(lines[: len(lines) // 2]) if len(lines) > 1 else s.ground_truth[: len(s.ground_truth) // 2],
         })
         assert r["truth"] == pytest.approx(25.0), s.uid
-        gui = s.domain in ("os", "web")
-        assert all(r["truth"] > v for name, v in r.items() if name != "truth" and not (gui and name == "other")), (s.uid, r)
+        assert all(r["truth"] > v for name, v in r.items() if name != "truth" and not (gui_first and name == "other")), (s.uid, r)
         assert (r["empty"], r["action"], r["praise"], r["truth+praise"]) == (EMPTY_REWARD, ACTION_COPY_REWARD, META_REWARD, META_REWARD)
         # any honest attempt, however wrong, earns more than no attempt; praise least of all
         assert min(r["other"], r["half"]) > r["empty"] > r["action"] > r["praise"], (s.uid, r)
-        # no verifier on these turns: another action's answer gets no free rule credit. Not
-        # asserted for the GUI domains: another turn's screen of the same application is
-        # mostly this screen (the same tree, a changed title marker), and the rule scorer
-        # credits what the two share, up to the full score (a known weakness, to fix).
-        if not gui:
-            assert r["other"] < 0.9 * 25 + 0.1 * 25 - 2.5, (s.uid, r)
+        # no verifier on these turns: another action's answer gets no free rule credit (in
+        # the GUI domains, another moment's screen of the same application, which shares most
+        # of this screen's lines, misses what the action changed)
+        assert gui_first or r["other"] < 0.9 * 25 + 0.1 * 25 - 2.5, (s.uid, r)
     reward.close()
 
 

@@ -124,6 +124,9 @@ RECALL_BETA = 2.0
 # The frame's share of factuality when the real observation has one (the echo line and
 # prompt of a screen): right, but it says little of what the action did.
 FRAME_WEIGHT = 0.25
+CHANGE_WEIGHT = 0.5
+"""Screen domains: the share of factuality that hangs on reproducing what the action
+changed on the screen (the rest of a screen is mostly the screen before)."""
 
 
 def factuality_fraction(rules: DomainRules, sample: BenchSample, pred: str) -> tuple[float, dict[str, Any]]:
@@ -152,8 +155,13 @@ def factuality_fraction(rules: DomainRules, sample: BenchSample, pred: str) -> t
     share = min(1.0, len(ws_tokens(" ".join(in_body))) / max(1, len(ws_tokens(t_body))))
     content = open_match if det is None else share * det + (1 - share) * open_match
     base = content if frame_found is None else FRAME_WEIGHT * frame_found + (1 - FRAME_WEIGHT) * content
+    changed = rules.changed(sample)
+    change_found = unit_recall(changed, p_units) if changed else None
+    if change_found is not None:
+        base *= (1 - CHANGE_WEIGHT) + CHANGE_WEIGHT * change_found
     altered, altered_examples = altered_share(rules.units(pred), rules.units(truth))
     why = {
+        "change_found": None if change_found is None else round(change_found, 3),
         "determined_lines": len(determined),
         "determined_found": None if det is None else round(det, 3),
         "determined_share": round(share, 3),

@@ -425,6 +425,10 @@ class DomainRules:
     """Default rules; a domain module subclasses this and overrides what differs."""
 
     name = "generic"
+    screens = False
+    """Whether each observation is the whole screen state (GUI domains): then what the
+    action changed (:meth:`changed`) is the heart of the answer, and another moment's screen
+    of the same application, which shares most of its lines, is not."""
     typed_kinds = False
     """Whether :meth:`kind` tells this domain's kinds of output apart (format then
     weighs the kind match; with the default kinds it follows the layout alone)."""
@@ -463,6 +467,16 @@ class DomainRules:
             if mentions(truth, value) and value not in units:
                 units.append(value)
         return units
+
+    def changed(self, sample: BenchSample) -> list[str]:
+        """Screen domains: the units of the real screen that the screen before the action
+        did not have (empty when nothing changed, the domain is not a screen one, or there
+        is no earlier screen)."""
+        history = sample.history()
+        if not self.screens or not history:
+            return []
+        before = set(self.units(self.body(history[-1][1])))
+        return [u for u in self.units(self.body(sample.ground_truth)) if u not in before]
 
     def kind(self, text: str, sample: BenchSample) -> str:
         """What sort of output ``text`` is for this domain (realism and format compare the

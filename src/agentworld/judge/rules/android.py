@@ -72,6 +72,7 @@ def parse_tree(text: str) -> _Tree:
 
 class AndroidRules(DomainRules):
     name = "android"
+    screens = True
 
     def format_fraction(self, pred: str, truth: str, sample: Any) -> tuple[float, dict[str, Any]]:
         t, p = parse_tree(truth), parse_tree(pred)

@@ -15,6 +15,7 @@ _NAMED = re.compile(r"^\s*([\w-]+)\s+(['\"])(.+?)\2")
 
 class OsRules(DomainRules):
     name = "os"
+    screens = True
 
     def format_fraction(self, pred: str, truth: str, sample: Any) -> tuple[float, dict[str, Any]]:
         frac, why = tree_fraction(pred, truth, NODE, ("Windows:", "Focused:"))

@@ -38,6 +38,7 @@ def tree_fraction(pred: str, truth: str, node: re.Pattern[str], header: tuple[st
 
 class WebRules(DomainRules):
     name = "web"
+    screens = True
 
     def format_fraction(self, pred: str, truth: str, sample: Any) -> tuple[float, dict[str, Any]]:
         return tree_fraction(pred, truth, NODE, _HEADER)
