@@ -54,6 +54,8 @@ NPROC_ALL_BROWSERS = 8192
 _RO_PATHS = ("/usr", "/etc/fonts", "/etc/ld.so.cache", "/etc/chromium", "/etc/chromium.d", "/etc/ssl",
              "/etc/alternatives", "/etc/localtime", "/etc/nsswitch.conf", "/etc/mime.types")
 _MERGED_USR = ("bin", "sbin", "lib", "lib64")
+STAGE = "/mnt"
+"""Where the launcher's private mount namespace shows the workspace (the host's stays as it is)."""
 
 
 class BrowserJail:
@@ -70,11 +72,12 @@ class BrowserJail:
         self.netns = netns
         self.dir = Path(tempfile.mkdtemp(prefix=WEB_PREFIX + "jail-", dir=root))
         write_owner(self.dir)  # a sweep after a kill removes the folder
-        self.dir.chmod(0o711)  # the browser uid must reach workspace/
         self.workspace = self.dir / "workspace"
         self.workspace.mkdir(mode=0o700)
         os.chown(self.workspace, BROWSER_UID, BROWSER_UID)
         self.cgroup = Cgroup.create(limits)
+        if self.cgroup is not None:  # for a sweep after a kill (envs/sweep.py)
+            (self.dir / "cgroup").write_text("".join(f"{d}\n" for d in self.cgroup.dirs))
         self._finalizer = weakref.finalize(self, _remove, self.cgroup, self.dir)
         self.wrapper = self.dir / "chromium"
         self.wrapper.write_text(self.script([str(executable), "--no-sandbox"]) + ' "$@"\n')
@@ -106,13 +109,17 @@ class BrowserJail:
         for name in _MERGED_USR:  # Debian 12 merges /bin, /lib... into /usr
             if os.path.islink(f"/{name}"):
                 mounts += ["--symlink", os.readlink(f"/{name}"), f"/{name}"]
-        ws = str(self.workspace)
         bwrap = ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                  "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "browser",
-                 *mounts, "--dev", "/dev", "--proc", "/proc", "--bind", ws, "/tmp", "--chdir", "/tmp",
+                 *mounts, "--dev", "/dev", "--proc", "/proc", "--bind", STAGE, "/tmp", "--chdir", "/tmp",
                  "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "XDG_CONFIG_HOME", "/tmp/.config",
-                 "--setenv", "XDG_CACHE_HOME", "/tmp/.cache", "--seccomp", "9"]
-        return [*enter, "setpriv", *ids, "--", *bwrap, "--", *argv]
+                 "--setenv", "XDG_CACHE_HOME", "/tmp/.cache", "--remount-ro", "/", "--seccomp", "9"]
+        # bwrap's uid may not traverse the folders above the workspace (a private TMPDIR), so
+        # root first binds it on STAGE in a mount namespace of the launcher's own.
+        stage = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                 f'mount --bind "$0" {STAGE} && exec "$@"', str(self.workspace)]
+        # The filter's descriptor is closed before ``argv`` runs.
+        return [*enter, *stage, "setpriv", *ids, "--", *bwrap, "--", "/bin/sh", "-c", 'exec 9<&- "$@"', "sh", *argv]
 
     def pids(self) -> list[int]:
         """Every process of the jail (empty without a cgroup)."""
