@@ -2,7 +2,8 @@
 
 Playwright starts the browser through :attr:`BrowserJail.wrapper`, a generated shell script
 that, as host root, moves itself into the jail's cgroup, sets the per-process limits,
-enters the sites' loopback-only network namespace, drops to an unprivileged host uid
+enters the sites' loopback-only network namespace and a private mount namespace (where
+it binds the workspace on :data:`STAGE`), drops to an unprivileged host uid
 (:data:`BROWSER_UID`) and execs ``bwrap`` with:
 
 - a new user, PID, IPC and UTS namespace, ``--cap-drop ALL`` (CapEff 0), ``--new-session``
@@ -23,7 +24,7 @@ segment (RLIMIT_DATA: an address-space limit would break V8, which reserves larg
 ranges up front) and processes of :data:`BROWSER_UID` (RLIMIT_NPROC counts every browser
 of the machine together, so it is a backstop; the cgroup bounds one browser).
 Playwright's pipes (``--remote-debugging-pipe``, fds 3 and 4) pass through nsenter,
-setpriv and bwrap unchanged.
+unshare, setpriv and bwrap unchanged.
 """
 
 from __future__ import annotations
