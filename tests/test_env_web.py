@@ -186,7 +186,9 @@ from agentworld.envs.web import WebEnv
 env = WebEnv()
 env.reset(options={"start_url": "http://docs.test/index.html"})
 pids = [p.pid for p in env.sites._procs if p.args[0] != "unshare"]  # the namespace holder exits by itself
-print(json.dumps({"pids": pids, "dir": str(env.sites.dir)}), flush=True)
+jail = env._browser.jail
+print(json.dumps({"pids": pids, "dir": str(env.sites.dir), "jail": str(jail.dir),
+                  "cgroups": [str(d) for d in jail.cgroup.dirs]}), flush=True)
 time.sleep(600)
 """
 
@@ -205,11 +207,12 @@ def test_a_killed_run_is_swept(tmp_path):
     tagged = _tagged_pids(child.pid)
     assert set(info["pids"]) <= tagged  # the servers outlive their owner until a sweep
     report = sweep_now(tmp_path)
-    assert report.web_dirs == 1 and report.processes >= len(info["pids"])
+    assert report.web_dirs == 2 and report.processes >= len(info["pids"])  # the sites' folder and the browser jail's
     deadline = time.monotonic() + 10
     while _tagged_pids(child.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _tagged_pids(child.pid) and not Path(info["dir"]).exists()
+    assert not _tagged_pids(child.pid) and not Path(info["dir"]).exists() and not Path(info["jail"]).exists()
+    assert not any(Path(d).exists() for d in info["cgroups"])
 
 
 def _tagged_pids(owner: int) -> set[int]:

@@ -124,6 +124,10 @@ def _sweep_owned_dirs(base: Path, prefix: str) -> int:
     swept = 0
     for folder in base.glob(f"{prefix}*"):
         if owner_alive(folder) is False:  # None: no owner record, not ours to judge
+            if (folder / "cgroup").exists():  # a browser jail's (envs/web/jail.py)
+                from agentworld.envs.sandbox.limits import Cgroup
+
+                Cgroup([Path(x) for x in (folder / "cgroup").read_text().split()]).remove()
             shutil.rmtree(folder, ignore_errors=True)
             swept += 1
     return swept

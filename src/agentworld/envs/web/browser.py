@@ -9,6 +9,10 @@ Network: the browser runs in the sites' network namespace (only loopback; see
 name fails to resolve, and everything not under ``.test`` -- IP literals and loopback
 included -- goes to a proxy on a closed loopback port, so it fails too. Background
 services (updates, safe browsing, metrics, sync) are off.
+
+Confinement: Chromium runs inside its own bubblewrap jail (:mod:`.jail`): unprivileged
+uid, no capabilities, the os sandboxes' seccomp filter, cgroup and rlimits, and a
+filesystem of read-only system folders plus one writable workspace.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agentworld.envs._owner import OWNER_VAR, token
+from agentworld.envs.sandbox.errors import SandboxUnavailable
+from agentworld.envs.web.jail import BrowserJail
 
 CHROMIUM = Path("/usr/bin/chromium")
 """Debian's ``chromium`` package (never ``playwright install``)."""
@@ -46,16 +52,21 @@ def launch_args(host_rules: str) -> list[str]:
 
 
 class Browser:
-    """One headless Chromium, driven on its own thread; :meth:`call` runs a function there."""
+    """One headless Chromium in its own jail, driven on its own thread; :meth:`call` runs a
+    function there. ``netns``: the network namespace the browser joins (the sites')."""
 
-    def __init__(self, host_rules: str, *, executable: Path = CHROMIUM):
-        if not CHROMIUM.exists() or not executable.exists():
-            raise BrowserUnavailable(f"{CHROMIUM} is missing: apt-get install chromium (or run scripts/setup.sh)")
+    def __init__(self, host_rules: str, *, executable: Path = CHROMIUM, netns: str | None = None):
+        if not executable.exists():
+            raise BrowserUnavailable(f"{executable} is missing: apt-get install chromium (or run scripts/setup.sh)")
+        try:
+            self.jail: BrowserJail | None = BrowserJail(executable, netns=netns)
+        except SandboxUnavailable as exc:
+            raise BrowserUnavailable(f"the browser sandbox cannot start: {exc}") from exc
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="web-browser")
         self._pw: Any = None
         self.browser: Any = None
         try:
-            self.call(lambda: self._start(host_rules, executable))
+            self.call(lambda: self._start(host_rules, self.jail.wrapper))  # type: ignore[union-attr]
         except BaseException:
             self.close()
             raise
@@ -75,6 +86,7 @@ class Browser:
     def close(self) -> None:
         if self._thread is None:
             return
+        jail, self.jail = self.jail, None
 
         def stop() -> None:
             try:
@@ -89,3 +101,5 @@ class Browser:
         self._thread.shutdown(wait=False)
         self._thread = None  # type: ignore[assignment]
         self.browser = self._pw = None
+        if jail is not None:
+            jail.close()  # kills what is left in its cgroup, removes the workspace

@@ -83,7 +83,7 @@ class WebEnv(Env):
         self._start = f"http://{MINIWOB}/miniwob/{miniwob}.html" if miniwob else str(options.get("start_url", HOME))
         tabs = [str(u) for u in options.get("tabs", [])]
         if self._browser is None:
-            self._browser = Browser(self.sites.host_rules(), executable=self.sites.chromium(CHROMIUM))
+            self._browser = Browser(self.sites.host_rules(), executable=CHROMIUM, netns=self.sites.netns)
         browser = self._browser
 
         def start() -> str:

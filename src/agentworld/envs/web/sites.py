@@ -256,17 +256,6 @@ class Sites:
                     raise SitesUnavailable(f"the {site.what} server was not ready after {timeout_s:.0f} s")
                 time.sleep(0.1)
 
-    def chromium(self, executable: Path) -> Path:
-        """The browser command: ``executable`` itself, or a wrapper that starts it inside the
-        sites' network namespace (Playwright's pipes and arguments pass through unchanged)."""
-        if not self.netns:
-            return executable
-        wrapper = self.dir / "chromium"
-        if not wrapper.exists():
-            wrapper.write_text(f'#!/bin/sh\nexec nsenter --net={self.netns} -- {executable} "$@"\n')
-            wrapper.chmod(0o755)
-        return wrapper
-
     def host_rules(self) -> str:
         """Chromium ``--host-resolver-rules``: each site name to its port; every other name fails."""
         maps = [f"MAP {s.host}:80 127.0.0.1:{s.port}" for s in self.sites.values()]
