@@ -77,7 +77,7 @@ KINDS: dict[str, BackendKind] = {
         BackendKind(
             "hf", "path", "a local Hugging Face checkpoint folder: hf:PATH",
             {"path": str, "adapter": str, "device": str, "precision": str, "max_batch": int, "model_name": str,
-             "revision": str},
+             "revision": str, "chat_template": str},
             required=("path",), impl="agentworld.models.hf:HFBackend",
         ),
         BackendKind(
