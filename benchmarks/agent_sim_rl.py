@@ -28,7 +28,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agent_experiments import (  # noqa: E402 - the sibling module, found through the path above
-    ROOT, Row, Runner, base_model_path, check_train_configs, eval_stage, load_config, policy_spec, report, train_stage,
+    ROOT,
+    Row,
+    Runner,
+    base_model_path,
+    check_train_configs,
+    eval_stage,
+    load_config,
+    policy_spec,
+    report,
+    train_stage,
 )
 
 ARMS = ("untrained", "sim", "real")

@@ -29,8 +29,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agent_experiments import (  # noqa: E402 - the sibling module, found through the path above
-    AW, ROOT, Row, Runner, Stage, base_model_path, check_train_configs, eval_stage, load_config, policy_spec, report,
-    sets, train_stage,
+    AW,
+    ROOT,
+    Row,
+    Runner,
+    Stage,
+    base_model_path,
+    check_train_configs,
+    eval_stage,
+    load_config,
+    policy_spec,
+    report,
+    sets,
+    train_stage,
 )
 
 ARMS = ("base", "warm", "base+rl", "warm+rl", "shipped-wm")

@@ -31,7 +31,6 @@ from agentworld.records.trajectory import Trajectory
 from agentworld.train.config import TrainerSpec, TrainFields, load_train_config, register_trainer
 
 
-
 class AgentFields(TrainFields):
     """Multi-turn GRPO of an agent policy on seeded tasks, rewarded by the task grader."""
 

@@ -75,13 +75,12 @@ def _play(*, task, seeds, seed_start, mode, policy, policy_opt, world_model, wm_
     """Run what is missing from ``out_path`` and return every episode of the selection."""
     from agentworld.agents.judge import model_judge
     from agentworld.agents.policy import describe
+    from agentworld.agents.protocol import PROTOCOLS
     from agentworld.agents.rollout import pending, read_episodes, rollout
     from agentworld.agents.runner import episode_key
     from agentworld.bench.infer import SettingsMismatch, check_settings
     from agentworld.jsonl import FileBusy, write_jsonl
     from agentworld.models import WorldModel
-
-    from agentworld.agents.protocol import PROTOCOLS
 
     if protocol not in PROTOCOLS:
         raise fail(f"unknown --protocol {protocol!r}", f"use one of {', '.join(PROTOCOLS)}")
