@@ -11,11 +11,12 @@ for success, t 95% for the mean reward), read back from its JSONL.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +122,8 @@ class Stage:
 class Runner:
     out: Path
     dry_run: bool = False
-    log: list[str] = field(default_factory=list)
+    poll_s: float = 10.0
+    """How often a stage another process is running is checked."""
 
     def done_file(self, name: str) -> Path:
         return self.out / ".done" / f"{name}.json"
@@ -143,6 +145,8 @@ class Runner:
         if self.dry_run:
             return
         self.out.mkdir(parents=True, exist_ok=True)
+        if not self._claim(stage.name):  # another run of the same folder played it meanwhile
+            return self.run(stage)
         t0 = time.monotonic()
         logf = self.out / "logs" / f"{stage.name}.log"
         logf.parent.mkdir(parents=True, exist_ok=True)
@@ -155,6 +159,47 @@ class Runner:
             stage.after(self.out)
         self.done_file(stage.name).parent.mkdir(parents=True, exist_ok=True)
         self.done_file(stage.name).write_text(json.dumps({"wall_s": round(time.monotonic() - t0, 1), "argv": stage.argv}))
+        self.lock_file(stage.name).unlink(missing_ok=True)
+
+    def lock_file(self, name: str) -> Path:
+        return self.out / ".running" / f"{name}.pid"
+
+    def _claim(self, name: str) -> bool:
+        """Take the stage's lock; while a live process holds it (two experiments sharing a
+        folder run at once), wait for that one to end and return False."""
+        lock = self.lock_file(name)
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        waited = False
+        while True:
+            try:
+                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                try:
+                    holder = int(lock.read_text() or 0)
+                except (OSError, ValueError):
+                    holder = 0
+                if holder and _alive(holder):
+                    if not waited:
+                        print(f"   {name}: run by process {holder}; waiting for it", flush=True)
+                    waited = True
+                    time.sleep(self.poll_s)
+                    continue
+                lock.unlink(missing_ok=True)  # its holder died: the stage runs again (and resumes)
+                continue
+            with os.fdopen(fd, "w") as fh:
+                fh.write(str(os.getpid()))
+            if waited:
+                lock.unlink(missing_ok=True)
+            return not waited
+
+
+def _alive(pid: int) -> bool:
+    """A running process (a zombie, dead but not yet reaped, is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def base_model_path(policy: str) -> Path:

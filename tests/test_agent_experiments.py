@@ -105,3 +105,18 @@ def test_stages_resume_and_refuse_a_changed_command(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="failed"):
         runner.run(agent_experiments.Stage("boom", [sys.executable, "-c", "raise SystemExit(3)"]))
     assert not runner.done_file("boom").exists()
+
+
+def test_a_stage_another_process_runs_is_waited_for(tmp_path: Path) -> None:
+    """Two experiments sharing a folder: a stage held by a live process is not run twice;
+    when its holder dies without finishing, the stage runs (and its command resumes)."""
+    import subprocess
+
+    runner = agent_experiments.Runner(tmp_path, poll_s=0.1)
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
+    runner.lock_file("s").parent.mkdir(parents=True)
+    runner.lock_file("s").write_text(str(holder.pid))
+    marker = tmp_path / "ran"
+    runner.run(agent_experiments.Stage("s", [sys.executable, "-c", f"open({str(marker)!r}, 'x').close()"]))
+    assert holder.poll() is not None and marker.exists() and runner.done_file("s").exists()
+    assert not runner.lock_file("s").exists()
