@@ -122,6 +122,8 @@ class Stage:
 class Runner:
     out: Path
     dry_run: bool = False
+    report_only: bool = False
+    """Run nothing: tabulate what the folder holds (arms still running show what they have)."""
     poll_s: float = 10.0
     """How often a stage another process is running is checked."""
 
@@ -133,6 +135,8 @@ class Runner:
         return json.loads(f.read_text())["wall_s"] if f.exists() else None
 
     def run(self, stage: Stage) -> None:
+        if self.report_only:
+            return
         line = shlex.join(stage.argv)
         if self.done_file(stage.name).exists():
             before = json.loads(self.done_file(stage.name).read_text()).get("argv")
@@ -264,7 +268,8 @@ def results(runner: Runner, cfg: ExperimentConfig, rows: list[Row]) -> list[dict
             per_step = json.loads(timing.read_text()).get("seconds_per_step")
         if per_step is None and train_wall is not None and r.steps:
             per_step = round(train_wall / r.steps, 1)
-        out.append({"arm": r.arm, "note": r.note, "episodes": len(eps),
+        unfinished = runner.wall(r.eval_name) is None or (r.train_name is not None and train_wall is None)
+        out.append({"arm": r.arm + (" (unfinished)" if unfinished else ""), "note": r.note, "episodes": len(eps),
                     "errors": overall["errors"] if overall else None,
                     "success": overall["success"] if overall else None, "reward": overall["reward"] if overall else None,
                     "train_steps": r.steps, "train_wall_s": train_wall, "s_per_step": per_step,

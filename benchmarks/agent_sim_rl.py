@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--config", type=Path, default=ROOT / "configs/agent/experiments_cpu.yaml")
     ap.add_argument("--out", type=Path, default=ROOT / "runs/agent_exp/cpu")
     ap.add_argument("--dry-run", action="store_true", help="Check the configs and print the stages; run nothing.")
+    ap.add_argument("--report-only", action="store_true", help="Run nothing; tabulate what --out holds now.")
     ap.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="Config overrides, dotted: train.max_steps=2")
     args = ap.parse_args(argv)
     cfg = load_config(args.config, args.overrides)
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"{args.config}: unknown arm {unknown[0]!r} (known: {', '.join(ARMS)})")
     train_arms = {"sim": {**cfg.sim, "mode": "sim"}, "real": {**cfg.real, "mode": "real"}}
     check_train_configs(cfg, [train_arms[a] for a in arms if a in train_arms])
-    runner = Runner(args.out, dry_run=args.dry_run)
+    runner = Runner(args.out, dry_run=args.dry_run, report_only=args.report_only)
     steps = cfg.train.get("max_steps")
     rows: list[Row] = []
     for arm in arms:

@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--config", type=Path, default=ROOT / "configs/agent/experiments_cpu.yaml")
     ap.add_argument("--out", type=Path, default=ROOT / "runs/agent_exp/cpu")
     ap.add_argument("--dry-run", action="store_true", help="Check the configs and print the stages; run nothing.")
+    ap.add_argument("--report-only", action="store_true", help="Run nothing; tabulate what --out holds now.")
     ap.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="Config overrides, dotted: warmup.train.max_steps=5")
     args = ap.parse_args(argv)
     cfg = load_config(args.config, args.overrides)
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     rl_arm = {**(cfg.sim if w.rl_mode == "sim" else cfg.real), "mode": w.rl_mode}
     if any(a.endswith("+rl") for a in arms):
         check_train_configs(cfg, [rl_arm])
-    runner = Runner(args.out, dry_run=args.dry_run)
+    runner = Runner(args.out, dry_run=args.dry_run, report_only=args.report_only)
     out = args.out
     warm = out / "train" / "warmup-cpt"
     needs_warm = any(a.startswith("warm") for a in arms)
