@@ -84,7 +84,7 @@ KINDS: dict[str, BackendKind] = {
             "smol", "adapter",
             "the embedded SmolLM2 world model (offline); smol:ADAPTER swaps the adapter, engine=llamacpp|hf|auto",
             {"adapter": str, "packaged": bool, "engine": str, "threads": int, "context": int, "precision": str,
-             "max_batch": int, "device": str, "cache_dir": str, "gguf": str, "model_name": str},
+             "max_batch": int, "device": str, "cache_dir": str, "gguf": str, "model_name": str, "chat_template": str},
             impl="agentworld.models.smol:SmolBackend",
         ),
         BackendKind(
