@@ -1,9 +1,15 @@
 """How an agent talks to an environment: the prompt, the reply's action, the next message.
 
-Two protocols cover the task domains, both reusing the collection drivers' prompting
+Two native protocols cover the task domains, both reusing the collection drivers' prompting
 and parsing: keystrokes for the terminal (:mod:`agentworld.envs.terminal.drivers`) and
 tool calls as ``<tool_call>`` text for MCP and search (:mod:`agentworld.envs.agent`, the
 text protocol, so any backend -- a local ``hf``/``smol`` model included -- can play).
+
+A third, ``tools``, is the protocol ``agent train`` teaches (TRL's environment hook): the
+prompt of :func:`tool_prompt`, the episode's methods as the chat template's tools, tool
+results as ``tool`` messages. Evaluating a trained policy with it measures the policy,
+not a change of prompt; it needs a policy whose backend renders the chat template
+(``hf``, with ``chat_template=qwen2.5`` where the model's own has no tool calls).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import abc
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from agentworld.agents.tasks import AgentTask
 from agentworld.envs.agent import action_text, system_prompt, text_calls, tool_response
@@ -46,6 +53,8 @@ class Protocol(abc.ABC):
         """The user message that carries an observation back."""
 
     invalid_hint: str = "That was not a valid action."
+    role: str = "user"
+    """The role of the message that carries an observation back."""
 
 
 class TerminalProtocol(Protocol):
@@ -101,5 +110,69 @@ def decode_or_keep(arguments: object) -> object:
     return arguments
 
 
-def protocol_for(domain: str) -> Protocol:
+TOOL_SYSTEM = ("You are an agent. Complete the task by calling the tools you are given, one at a time, reading each "
+               "result. When the task is done, reply without a tool call.")
+PROTOCOLS = ("native", "tools")
+
+
+def tool_prompt(task: AgentTask) -> list[Message]:
+    """The prompt ``agent train`` gives a task (before the reset text): the instructions, and
+    for MCP and search the env's tools, reached through ``call_tool``."""
+    tools = ""
+    if task.domain != "terminal":
+        tools = "\n\nTools you can call through call_tool:\n" + json.dumps(
+            [{k: t.get(k) for k in ("name", "description", "inputSchema")} for t in task.scenario().tools or []],
+            ensure_ascii=False)
+    return [{"role": "system", "content": TOOL_SYSTEM + tools}, {"role": "user", "content": task.instruction}]
+
+
+def reset_text(initial_state: str | None, first_observation: str) -> str:
+    """What an episode's reset appends to the task's user message (TRL adds it there)."""
+    return f"\n\n{initial_state or ''}\n\n{first_observation}".rstrip()
+
+
+def tool_schemas(domain: str) -> list[dict[str, Any]]:
+    """The JSON schemas of the training episode's tools, derived from its methods as TRL does."""
+    from transformers.utils import get_json_schema
+
+    from agentworld.agents.train import TerminalEpisode, ToolEpisode
+
+    episode: Any = TerminalEpisode(None) if domain == "terminal" else ToolEpisode(None)  # type: ignore[arg-type]
+    return [get_json_schema(episode.terminal if domain == "terminal" else episode.call_tool)]
+
+
+class ToolCallProtocol(Protocol):
+    """The protocol of ``agent train``: its prompt, its tools in the chat template, ``tool`` results."""
+
+    invalid_hint = 'Call a tool with <tool_call>{"name": ..., "arguments": {...}}</tool_call>, or reply without one when done.'
+
+    def __init__(self, domain: str):
+        self.domain = domain
+        self._native = TerminalProtocol() if domain == "terminal" else ToolProtocol()
+
+    def start(self, task: AgentTask, first_observation: str, context: SimContext) -> list[Message]:
+        system, user = tool_prompt(task)
+        # The backend hands "tools" to the chat template (HFBackend.prompt_text), as TRL does.
+        system_msg: Any = {**system, "tools": tool_schemas(self.domain)}
+        return [system_msg, {**user, "content": user["content"] + reset_text(context.initial_state, first_observation)}]
+
+    def parse(self, text: str) -> Reply:
+        if not text_calls(text):
+            return Reply(done=True)  # a reply without a tool call ends the episode, as in training
+        if self.domain == "terminal":
+            reply = self._native.parse(text)
+            return reply if reply.action is not None else Reply()
+        return self._native.parse(text)
+
+    def observation(self, observation: str) -> str:
+        return observation
+
+    role = "tool"
+
+
+def protocol_for(domain: str, protocol: str = "native") -> Protocol:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
+    if protocol == "tools":
+        return ToolCallProtocol(domain)
     return TerminalProtocol() if domain == "terminal" else ToolProtocol()

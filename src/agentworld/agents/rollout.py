@@ -38,7 +38,7 @@ def pending(tasks: Iterable[AgentTask], modes: Iterable[str], done: Iterable[Epi
 async def rollout(policy: Policy, work: list[tuple[str, AgentTask]], out: str | Path, *, settings: dict[str, Any],
                   world_model: WorldModel | None = None, judge: JudgeFn | None = None, concurrency: int = 2,
                   max_turns: int | None = None, on_episode: Callable[[Episode], None] | None = None,
-                  perturbations: Any = None) -> list[Episode]:
+                  perturbations: Any = None, protocol: str = "native") -> list[Episode]:
     """Play every ``(mode, task)`` with at most ``concurrency`` episodes at once, appending each to ``out``."""
     sem = asyncio.Semaphore(max(1, concurrency))
     results: list[Episode] = []
@@ -48,7 +48,7 @@ async def rollout(policy: Policy, work: list[tuple[str, AgentTask]], out: str | 
             async with sem:
                 ep = await run_episode(policy, task, mode=mode, world_model=world_model,  # type: ignore[arg-type]
                                        judge=judge, max_turns=max_turns, settings=settings,
-                                       perturbations=perturbations)
+                                       perturbations=perturbations, protocol=protocol)
             sink.append(ep)
             results.append(ep)
             if on_episode is not None:

@@ -102,13 +102,15 @@ class _Session:
 
 async def run_episode(policy: Policy, task: AgentTask, *, mode: Mode = "real", world_model: WorldModel | None = None,
                       judge: JudgeFn | None = None, max_turns: int | None = None, max_invalid: int = 3,
-                      settings: dict[str, Any] | None = None, perturbations: Any = None) -> Episode:
+                      settings: dict[str, Any] | None = None, perturbations: Any = None,
+                      protocol: str = "native") -> Episode:
     """Play ``task`` with ``policy`` and grade it; failures of the environment or the model
     become an episode with ``error`` set (reward 0), never an exception. ``perturbations``
-    (a :class:`~agentworld.sim.PerturbationSpec`) apply to simulated episodes."""
+    (a :class:`~agentworld.sim.PerturbationSpec`) apply to simulated episodes; ``protocol``
+    (``native`` or ``tools``, the one ``agent train`` teaches) is how the policy is prompted."""
     t0 = time.monotonic()
     limit = max_turns or task.max_turns
-    proto = protocol_for(task.domain)
+    proto = protocol_for(task.domain, protocol)
     base = {"key": episode_key(mode, task), "mode": mode, "task": task.to_record(), "family": task.family,
             "settings": settings or {}}
     session = None
@@ -139,7 +141,7 @@ async def run_episode(policy: Policy, task: AgentTask, *, mode: Mode = "real", w
             if mode == "sim" and res.info.get("error"):
                 # The world model failed (not the agent): no grade, and a rerun plays it again.
                 raise SimulatorError(str(res.info["error"]))
-            messages.append({"role": "user", "content": proto.observation(res.observation)})
+            messages.append({"role": proto.role, "content": proto.observation(res.observation)})
             if final(reply.action):
                 finished = "final_action"
                 break

@@ -23,14 +23,12 @@ from typing import Any, ClassVar
 
 from pydantic import field_validator
 
+from agentworld.agents.protocol import reset_text, tool_prompt
 from agentworld.agents.tasks import AgentTask, TaskContext, expand, family
 from agentworld.config import opt
 from agentworld.envs.terminal.task import cmd
 from agentworld.records.trajectory import Trajectory
 from agentworld.train.config import TrainerSpec, TrainFields, load_train_config, register_trainer
-
-SYSTEM = ("You are an agent. Complete the task by calling the tools you are given, one at a time, reading each "
-          "result. When the task is done, reply without a tool call.")
 
 
 class AgentFields(TrainFields):
@@ -120,8 +118,7 @@ class _Episode:
         else:
             first = self._env.reset(seed=self._task.seed, options=self._task.reset_options)
         self._steps = 0
-        ctx = self._env.context()
-        return f"\n\n{ctx.initial_state or ''}\n\n{first.observation}".rstrip()
+        return reset_text(self._env.context().initial_state, first.observation)
 
     def _act(self, action: str) -> str:
         if self._env is None or self._env.episode_over or self._steps >= (self._task.max_turns if self._task else 0):
@@ -188,13 +185,7 @@ def dataset_rows(config: Any) -> list[dict[str, Any]]:
         fam = family(name)
         for seed in range(config.seed_start, config.seed_start + config.seeds):
             task = fam.instance(seed, TaskContext(world=config.world or None))
-            tools = ""
-            if task.domain != "terminal":
-                tools = "\n\nTools you can call through call_tool:\n" + json.dumps(
-                    [{k: t.get(k) for k in ("name", "description", "inputSchema")} for t in task.scenario().tools or []],
-                    ensure_ascii=False)
-            rows.append({"prompt": [{"role": "system", "content": SYSTEM + tools},
-                                    {"role": "user", "content": task.instruction}],
+            rows.append({"prompt": tool_prompt(task),
                          "environment": "terminal" if task.domain == "terminal" else "tools",
                          "family_name": name, "seed": seed})
     return rows
@@ -205,8 +196,8 @@ def build_trainer(config: Any, *, world_model: Any = None, callbacks: list[Any] 
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
-    from trl.chat_template_utils import qwen2_5_chat_template, supports_tool_calling
 
+    from agentworld.models.hf import tool_chat_template
     from agentworld.train.common import TrainInputs, load_model, make_trainer, resolve_model, start_chain
 
     if config.mode == "sim" and world_model is None:
@@ -217,8 +208,7 @@ def build_trainer(config: Any, *, world_model: Any = None, callbacks: list[Any] 
     chain = start_chain(config.model, path)
     has_tokenizer = (path / "tokenizer_config.json").exists()
     tokenizer = AutoTokenizer.from_pretrained(path if has_tokenizer else chain.base_path(), padding_side="left")
-    if config.chat_template == "qwen2.5" and not supports_tool_calling(tokenizer):
-        tokenizer.chat_template = qwen2_5_chat_template
+    tool_chat_template(tokenizer, config.chat_template)
     rows = dataset_rows(config)
     inputs = TrainInputs(Dataset.from_list(rows), tokenizer, load_model(chain, config), chain)
     runtime = _Runtime(config, world_model)

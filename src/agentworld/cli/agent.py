@@ -33,6 +33,7 @@ TempOpt = Annotated[float, typer.Option(help="The policy's sampling temperature.
 TokOpt = Annotated[int, typer.Option(help="The policy's completion token limit per reply.")]
 SampleSeedOpt = Annotated[int | None, typer.Option("--sample-seed", help="Seed of the policy's sampling (varied per task and turn).")]
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Empty the output file first.")]
+ProtoOpt = Annotated[str, typer.Option("--protocol", help="How the policy is prompted: native (the collection drivers' protocols) or tools (the one agent train teaches: its prompt, tool calls through the chat template; an hf policy, chat_template=qwen2.5 where the model's own has no tools).")]
 PerturbOpt = Annotated[Path | None, typer.Option("--perturbations", help="Perturbation spec (YAML, configs/perturbations/) for simulated episodes.")]
 
 
@@ -70,16 +71,19 @@ def _policy(spec: str, opts: list[str] | None, temperature: float, max_tokens: i
 
 
 def _play(*, task, seeds, seed_start, mode, policy, policy_opt, world_model, wm_opt, world, judge, out_path, concurrency,
-          max_turns, temperature, max_tokens, sample_seed, overwrite, perturbations=None) -> list[Any]:
+          max_turns, temperature, max_tokens, sample_seed, overwrite, perturbations=None, protocol="native") -> list[Any]:
     """Run what is missing from ``out_path`` and return every episode of the selection."""
     from agentworld.agents.judge import model_judge
     from agentworld.agents.policy import describe
+    from agentworld.agents.protocol import PROTOCOLS
     from agentworld.agents.rollout import pending, read_episodes, rollout
     from agentworld.agents.runner import episode_key
     from agentworld.bench.infer import SettingsMismatch, check_settings
     from agentworld.jsonl import FileBusy, write_jsonl
     from agentworld.models import WorldModel
 
+    if protocol not in PROTOCOLS:
+        raise fail(f"unknown --protocol {protocol!r}", f"use one of {', '.join(PROTOCOLS)}")
     selected = _tasks(task, seeds, seed_start, world)
     if overwrite and out_path.exists():
         write_jsonl(out_path, [])
@@ -94,7 +98,7 @@ def _play(*, task, seeds, seed_start, mode, policy, policy_opt, world_model, wm_
             spec = PerturbationSpec.load(perturbations)
         except (OSError, ValueError) as exc:
             raise fail(f"bad --perturbations {perturbations}: {exc}") from None
-    settings = {**describe(pol), "max_turns": max_turns,
+    settings = {**describe(pol), "max_turns": max_turns, **({"protocol": protocol} if protocol != "native" else {}),
                 "world_model": str(backend_spec(world_model, wm_opt, flag="--world-model")) if "sim" in mode else None,
                 **({"perturbations": spec.model_dump(mode="json")} if spec is not None else {})}
     try:
@@ -112,7 +116,7 @@ def _play(*, task, seeds, seed_start, mode, policy, policy_opt, world_model, wm_
                 try:
                     return await rollout(pol, work, out_path, settings=settings, world_model=wm, judge=judge_fn,
                                          concurrency=concurrency, max_turns=max_turns, perturbations=spec,
-                                         on_episode=lambda _ep: bar.advance(bar_task))
+                                         protocol=protocol, on_episode=lambda _ep: bar.advance(bar_task))
                 finally:
                     await pol.aclose()
                     if wm is not None:
@@ -140,12 +144,14 @@ def rollout(
     world: WorldOpt = None, judge: JudgeOpt = None, out_path: OutOpt = Path("runs/agent/rollout.jsonl"),
     concurrency: ConcOpt = 2, max_turns: TurnsOpt = None, temperature: TempOpt = 0.0, max_tokens: TokOpt = 256,
     sample_seed: SampleSeedOpt = None, overwrite: OverwriteOpt = False, perturbations: PerturbOpt = None,
+    protocol: ProtoOpt = "native",
 ) -> None:
     """Play N seeded tasks per family (concurrent, resumable); each line: a graded episode and its trajectory."""
     eps = _play(task=task, seeds=seeds, seed_start=seed_start, mode=_modes(mode, ["real"]), policy=policy,
                 policy_opt=policy_opt, world_model=world_model, wm_opt=wm_opt, world=world, judge=judge,
                 out_path=out_path, concurrency=concurrency, max_turns=max_turns, temperature=temperature,
-                max_tokens=max_tokens, sample_seed=sample_seed, overwrite=overwrite, perturbations=perturbations)
+                max_tokens=max_tokens, sample_seed=sample_seed, overwrite=overwrite, perturbations=perturbations,
+                protocol=protocol)
     ok = [e for e in eps if not e.error]
     if ok:
         out.print(f"success {sum(e.success for e in ok)}/{len(ok)}, mean reward {sum(e.reward for e in ok) / len(ok):.3f}")
@@ -160,6 +166,7 @@ def evaluate(
     report: Annotated[Path | None, typer.Option(help="Write the summary as JSON here and as Markdown next to it (.md).")] = None,
     concurrency: ConcOpt = 2, max_turns: TurnsOpt = None, temperature: TempOpt = 0.0, max_tokens: TokOpt = 256,
     sample_seed: SampleSeedOpt = None, overwrite: OverwriteOpt = False, perturbations: PerturbOpt = None,
+    protocol: ProtoOpt = "native",
 ) -> None:
     """Success rate (Wilson 95% CI) and mean reward (t 95% CI) per task family, real and simulated side by side, with the sim-to-real gap."""
     from agentworld.agents.rollout import markdown, summarize
@@ -167,7 +174,8 @@ def evaluate(
     eps = _play(task=task, seeds=seeds, seed_start=seed_start, mode=_modes(mode, ["real", "sim"]), policy=policy,
                 policy_opt=policy_opt, world_model=world_model, wm_opt=wm_opt, world=world, judge=judge,
                 out_path=out_path, concurrency=concurrency, max_turns=max_turns, temperature=temperature,
-                max_tokens=max_tokens, sample_seed=sample_seed, overwrite=overwrite, perturbations=perturbations)
+                max_tokens=max_tokens, sample_seed=sample_seed, overwrite=overwrite, perturbations=perturbations,
+                protocol=protocol)
     summary = summarize(eps)
     out.print(_table(summary))
     if report is not None:

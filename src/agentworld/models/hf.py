@@ -38,6 +38,18 @@ def folder_revision(*folders: Path | None) -> str:
     return digest.hexdigest()[:12]
 
 
+def tool_chat_template(tokenizer: Any, name: str) -> None:
+    """``qwen2.5``: give a tokenizer whose chat template cannot render tool calls TRL's Qwen2.5
+    template (the one ``agent train`` teaches); ``own``: leave it as it is."""
+    if name not in ("qwen2.5", "own"):
+        raise ValueError(f"chat_template must be qwen2.5 or own, not {name!r}")
+    if name == "qwen2.5":
+        from trl.chat_template_utils import qwen2_5_chat_template, supports_tool_calling
+
+        if not supports_tool_calling(tokenizer):
+            tokenizer.chat_template = qwen2_5_chat_template
+
+
 class HFBackend(Backend):
     """Generate with ``transformers`` from a checkpoint folder (plus optional adapter)."""
 
@@ -53,6 +65,7 @@ class HFBackend(Backend):
         max_batch: int = 16,
         model_name: str | None = None,
         revision: str | None = None,
+        chat_template: str | None = None,
     ):
         import torch
         from transformers import AutoTokenizer
@@ -82,6 +95,8 @@ class HFBackend(Backend):
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
+        if chat_template:
+            tool_chat_template(self.tokenizer, chat_template)
         # Adapters are merged once, so generation costs the same as the base model.
         model = load_chain(chain, **options)
         self.model = model.to(self.device).eval()
@@ -100,7 +115,11 @@ class HFBackend(Backend):
 
     # -- generation ------------------------------------------------------------------
     def prompt_text(self, messages: list[Message]) -> str:
-        return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        # A message may carry the tools' JSON schemas (the agents' ``tools`` protocol): the
+        # chat template renders them, as it does for TRL's tool-calling rollouts.
+        tools = next((m["tools"] for m in messages if m.get("tools")), None)
+        plain = [{k: v for k, v in m.items() if k != "tools"} for m in messages]
+        return self.tokenizer.apply_chat_template(plain, tools=tools, add_generation_prompt=True, tokenize=False)
 
     async def complete(
         self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None

@@ -203,10 +203,11 @@ class SmolBackend(Backend):
         device: str | None = None,
         max_batch: int = 16,
         model_name: str = MODEL_NAME,
+        chat_template: str | None = None,
     ):
         """``packaged=False`` ignores the shipped adapter (the plain base model).
-        ``threads`` and ``context`` (KV cache tokens) are llama.cpp's, ``precision`` and
-        ``device`` transformers'."""
+        ``threads`` and ``context`` (KV cache tokens) are llama.cpp's, ``precision``,
+        ``device`` and ``chat_template`` (see :class:`HFBackend`) transformers'."""
         src = Path(gguf) if gguf else gguf_path()
         chosen = adapter or (packaged_adapter() if packaged else None)
         self.engine_name = pick_engine(engine, precision=precision, device=device)
@@ -216,6 +217,8 @@ class SmolBackend(Backend):
         if self.engine_name == "llamacpp":
             from agentworld.models.llamacpp import LlamaCppBackend
 
+            if chat_template:
+                raise ValueError("option chat_template applies to engine=hf only")
             folder = Path(chosen) if chosen else None
             path = merged_gguf(folder, cache_dir, gguf=src, outtype=LLAMACPP_GGUF_TYPE)
             revision = f"{base}+{adapter_hash(folder)}" if folder else base
@@ -231,7 +234,7 @@ class SmolBackend(Backend):
                 raise ValueError("options threads and context apply to engine=llamacpp only")
             self.engine = HFBackend(
                 converted_checkpoint(cache_dir, gguf=src), adapter=chosen, precision=precision or "auto",
-                device=device, max_batch=max_batch, model_name=model_name, revision=base,
+                device=device, max_batch=max_batch, model_name=model_name, revision=base, chat_template=chat_template,
             )
 
     @property

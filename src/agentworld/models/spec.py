@@ -77,14 +77,14 @@ KINDS: dict[str, BackendKind] = {
         BackendKind(
             "hf", "path", "a local Hugging Face checkpoint folder: hf:PATH",
             {"path": str, "adapter": str, "device": str, "precision": str, "max_batch": int, "model_name": str,
-             "revision": str},
+             "revision": str, "chat_template": str},
             required=("path",), impl="agentworld.models.hf:HFBackend",
         ),
         BackendKind(
             "smol", "adapter",
             "the embedded SmolLM2 world model (offline); smol:ADAPTER swaps the adapter, engine=llamacpp|hf|auto",
             {"adapter": str, "packaged": bool, "engine": str, "threads": int, "context": int, "precision": str,
-             "max_batch": int, "device": str, "cache_dir": str, "gguf": str, "model_name": str},
+             "max_batch": int, "device": str, "cache_dir": str, "gguf": str, "model_name": str, "chat_template": str},
             impl="agentworld.models.smol:SmolBackend",
         ),
         BackendKind(
