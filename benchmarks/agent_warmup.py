@@ -10,8 +10,8 @@ the ``warmup`` section. Arms, all evaluated in the REAL terminal sandbox like Ex
 - ``warm``: after the warm-up, with no agent training;
 - ``base+rl``: GRPO from the base (Experiment 1's arm in ``rl_mode``, the same budget);
 - ``warm+rl``: the same GRPO from the warmed-up model;
-- ``shipped-wm``: the packaged world-model adapter (the full CPT -> SFT -> GSPO recipe on
-  every domain), evaluated as an agent; it costs an evaluation only.
+- ``shipped-wm``: the packaged world-model adapter (so far CPT only, on every domain),
+  evaluated as an agent; it costs an evaluation only.
 
 Same --out as agent_sim_rl.py by default: the arms both experiments share run once.
 
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
         elif arm == "shipped-wm":
             spec = policy_spec(base_model_path(cfg.policy), cfg) + f",adapter={SHIPPED_ADAPTER}"
             runner.run(eval_stage("eval-shipped-wm", cfg, spec, out))
-            rows.append(Row("shipped world model (CPT->SFT->GSPO), no agent training", "eval-shipped-wm"))
+            rows.append(Row("shipped world model (CPT), no agent training", "eval-shipped-wm"))
         else:
             start = cfg.policy if arm == "base+rl" else str(warm)
             name = f"train-{w.rl_mode}" if arm == "base+rl" else f"train-warm-{w.rl_mode}"
