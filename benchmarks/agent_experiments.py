@@ -81,6 +81,20 @@ class ExperimentConfig(BaseModel):
     warmup: WarmupSpec = Field(default_factory=WarmupSpec)
 
 
+def parse_args(argv: list[str] | None, description: str, example: str) -> tuple[Any, ExperimentConfig]:
+    """The command line both experiments take, and the config it names (overrides applied)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", type=Path, default=ROOT / "configs/agent/experiments_cpu.yaml")
+    ap.add_argument("--out", type=Path, default=ROOT / "runs/agent_exp/cpu")
+    ap.add_argument("--dry-run", action="store_true", help="Check the configs and print the stages; run nothing.")
+    ap.add_argument("--report-only", action="store_true", help="Run nothing; tabulate what --out holds now.")
+    ap.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help=f"Config overrides, dotted: {example}")
+    args = ap.parse_args(argv)
+    return args, load_config(args.config, args.overrides)
+
+
 def load_config(path: Path, overrides: list[str]) -> ExperimentConfig:
     """The YAML with ``dotted.key=value`` overrides (values read as YAML), e.g. train.max_steps=2."""
     try:

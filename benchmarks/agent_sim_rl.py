@@ -21,20 +21,18 @@ config): the stages both need run once.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agent_experiments import (  # noqa: E402 - the sibling module, found through the path above
-    ROOT,
     Row,
     Runner,
     base_model_path,
     check_train_configs,
     eval_stage,
-    load_config,
+    parse_args,
     policy_spec,
     report,
     train_stage,
@@ -44,14 +42,7 @@ ARMS = ("untrained", "sim", "real")
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", type=Path, default=ROOT / "configs/agent/experiments_cpu.yaml")
-    ap.add_argument("--out", type=Path, default=ROOT / "runs/agent_exp/cpu")
-    ap.add_argument("--dry-run", action="store_true", help="Check the configs and print the stages; run nothing.")
-    ap.add_argument("--report-only", action="store_true", help="Run nothing; tabulate what --out holds now.")
-    ap.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="Config overrides, dotted: train.max_steps=2")
-    args = ap.parse_args(argv)
-    cfg = load_config(args.config, args.overrides)
+    args, cfg = parse_args(argv, __doc__.split("\n\n")[0], "train.max_steps=2")
     arms = cfg.sim_rl_arms or list(ARMS)
     unknown = [a for a in arms if a not in ARMS]
     if unknown:

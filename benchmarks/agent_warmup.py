@@ -10,8 +10,8 @@ the ``warmup`` section. Arms, all evaluated in the REAL terminal sandbox like Ex
 - ``warm``: after the warm-up, with no agent training;
 - ``base+rl``: GRPO from the base (Experiment 1's arm in ``rl_mode``, the same budget);
 - ``warm+rl``: the same GRPO from the warmed-up model;
-- ``shipped-wm``: the packaged world-model adapter (the full CPT -> SFT -> GSPO recipe on
-  every domain), evaluated as an agent; it costs an evaluation only.
+- ``shipped-wm``: the packaged world-model adapter (so far CPT only, on every domain),
+  evaluated as an agent; it costs an evaluation only.
 
 Same --out as agent_sim_rl.py by default: the arms both experiments share run once.
 
@@ -22,7 +22,6 @@ Same --out as agent_sim_rl.py by default: the arms both experiments share run on
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -37,7 +36,7 @@ from agent_experiments import (  # noqa: E402 - the sibling module, found throug
     base_model_path,
     check_train_configs,
     eval_stage,
-    load_config,
+    parse_args,
     policy_spec,
     report,
     sets,
@@ -49,14 +48,7 @@ SHIPPED_ADAPTER = ROOT / "src/agentworld/models/adapters/smol"
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", type=Path, default=ROOT / "configs/agent/experiments_cpu.yaml")
-    ap.add_argument("--out", type=Path, default=ROOT / "runs/agent_exp/cpu")
-    ap.add_argument("--dry-run", action="store_true", help="Check the configs and print the stages; run nothing.")
-    ap.add_argument("--report-only", action="store_true", help="Run nothing; tabulate what --out holds now.")
-    ap.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="Config overrides, dotted: warmup.train.max_steps=5")
-    args = ap.parse_args(argv)
-    cfg = load_config(args.config, args.overrides)
+    args, cfg = parse_args(argv, __doc__.split("\n\n")[0], "warmup.train.max_steps=5")
     w = cfg.warmup
     arms = w.arms or list(ARMS)
     unknown = [a for a in arms if a not in ARMS]
@@ -92,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
         elif arm == "shipped-wm":
             spec = policy_spec(base_model_path(cfg.policy), cfg) + f",adapter={SHIPPED_ADAPTER}"
             runner.run(eval_stage("eval-shipped-wm", cfg, spec, out))
-            rows.append(Row("shipped world model (CPT->SFT->GSPO), no agent training", "eval-shipped-wm"))
+            rows.append(Row("shipped world model (CPT), no agent training", "eval-shipped-wm"))
         else:
             start = cfg.policy if arm == "base+rl" else str(warm)
             name = f"train-{w.rl_mode}" if arm == "base+rl" else f"train-warm-{w.rl_mode}"

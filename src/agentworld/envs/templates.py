@@ -7,12 +7,29 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from agentworld.seeding import keyed_rng
 
 T = TypeVar("T")
+S = TypeVar("S")
+
+
+@dataclass
+class ScriptedTask(Generic[S]):
+    """One seeded task of the scripted suites that keep their reset options apart (mcp,
+    search, web): what the agent is asked, how the env is set up, a scripted solution (its
+    shape is the domain's: ``S``)."""
+
+    template: str
+    description: str
+    options: dict[str, Any]
+    script: S | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def reset_options(self) -> dict[str, Any]:
+        return dict(self.options, task=self.description)
 
 
 @dataclass(frozen=True)

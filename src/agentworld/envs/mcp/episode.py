@@ -11,29 +11,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentworld.envs.base import Env
 from agentworld.envs.record import RecordTurns
+from agentworld.envs.templates import ScriptedTask
 from agentworld.records.trajectory import Provenance, Trajectory
 
 ToolCall = dict[str, Any]
 Script = Callable[[], Generator[ToolCall, str, None]]
 
 
-@dataclass
-class ToolTask:
-    """One seeded task: what the agent is asked, how the env is set up, a scripted solution."""
-
-    template: str
-    description: str
-    options: dict[str, Any]
-    script: Script | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    def reset_options(self) -> dict[str, Any]:
-        return dict(self.options, task=self.description)
+ToolTask = ScriptedTask[Script]
+"""One seeded task: what the agent is asked, how the env is set up, a scripted solution."""
 
 
 def action_text(call: ToolCall) -> str:

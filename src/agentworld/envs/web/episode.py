@@ -16,13 +16,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentworld.domains import get_domain
 from agentworld.envs.agent import AgentConfig
 from agentworld.envs.base import Env
 from agentworld.envs.record import RecordTurns
+from agentworld.envs.templates import ScriptedTask
 from agentworld.envs.text_agent import TextProtocol, play_text_agent
 from agentworld.envs.web.actions import parse_action
 from agentworld.records.trajectory import Provenance, Trajectory
@@ -32,18 +32,8 @@ Script = Callable[[str], Generator[str, str, None]]
 ENVIRONMENT = "web/chromium+loopback-sites"
 
 
-@dataclass
-class WebTask:
-    """One seeded task: what the agent is asked, where the browser starts, a scripted solution."""
-
-    template: str
-    description: str
-    options: dict[str, Any]
-    script: Script | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    def reset_options(self) -> dict[str, Any]:
-        return dict(self.options, task=self.description)
+WebTask = ScriptedTask[Script]
+"""One seeded task: what the agent is asked, where the browser starts, a scripted solution."""
 
 
 class EpisodeTimeout(TimeoutError):
