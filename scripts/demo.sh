@@ -37,6 +37,9 @@ fi
 agentworld bench infer "$BENCH" -o "$OUT/smol.jsonl" -b smol --limit "$LIMIT" --max-tokens "$MAX_TOKENS" -c 4
 PREDS=("$OUT/smol.jsonl")
 if [ -s "$OUT/retrieval_index.jsonl" ]; then
+  # Its answers belong to the index just rebuilt, and take seconds: redone each run, so a
+  # rerun after new recordings never mixes answers from an older index.
+  rm -f "$OUT/retrieval.jsonl" "$OUT/retrieval.judged.jsonl"
   agentworld bench infer "$BENCH" -o "$OUT/retrieval.jsonl" -b retrieval --opt "source=$OUT/retrieval_index.jsonl" --limit "$LIMIT"
   PREDS+=("$OUT/retrieval.jsonl")
 else
