@@ -16,7 +16,7 @@ import dataclasses
 import enum
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Generator, Iterable
 from pathlib import PurePath
 from typing import Any
 
@@ -129,11 +129,12 @@ class RecordTurns(Env):
     def step(self, action: str) -> Step:
         t0 = time.time()
         res = self.env.step(action)
-        unchanged = " ".join(res.observation.split()) == " ".join(self._last.split())
-        self._last = res.observation
-        if self.drop_unchanged and unchanged and not (res.terminated or res.truncated):
-            self.dropped += 1
-            return res
+        if self.drop_unchanged:
+            unchanged = " ".join(res.observation.split()) == " ".join(self._last.split())
+            self._last = res.observation
+            if unchanged and not (res.terminated or res.truncated):
+                self.dropped += 1
+                return res
         self.turns.append(recorded_turn(action, res.observation, res.info, started_at=t0,
                                         duration_s=time.time() - t0))
         return res
@@ -148,6 +149,24 @@ class RecordTurns(Env):
         """The episode recorded so far (a copy of the turns)."""
         return episode_trajectory(self.env, list(self.turns), trajectory_id=trajectory_id,
                                   provenance=provenance, **extra)
+
+
+def play_script(rec: RecordTurns, policy: Generator[str, str, None], *, max_steps: int,
+                before_step: Callable[[], None] | None = None) -> None:
+    """Step ``rec`` with the actions a scripted policy yields, sending each step's observation
+    back (so it can act on what it sees), until the policy stops, the episode ends, or
+    ``max_steps`` actions. ``before_step`` runs before each action (e.g. a time budget)."""
+    try:
+        action = next(policy)
+        for _ in range(max_steps):
+            if before_step is not None:
+                before_step()
+            res = rec.step(action)
+            if res.terminated or res.truncated:
+                return
+            action = policy.send(res.observation)
+    except StopIteration:
+        pass
 
 
 def record_episode(

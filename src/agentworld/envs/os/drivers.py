@@ -16,7 +16,7 @@ from agentworld.domains import get_domain
 from agentworld.envs.agent import AgentConfig as ToolAgentConfig
 from agentworld.envs.os.env import SPECIAL, DesktopEnv
 from agentworld.envs.os.task import DesktopTask
-from agentworld.envs.record import RecordTurns
+from agentworld.envs.record import RecordTurns, play_script
 from agentworld.envs.text_agent import TextProtocol, play_text_agent
 from agentworld.records.trajectory import Provenance, Trajectory
 
@@ -35,17 +35,7 @@ def run_scripted(env: DesktopEnv, task: DesktopTask, *, seed: int, trajectory_id
     if task.script is None:
         raise ValueError(f"os task {task.name!r} has no script")
     rec = RecordTurns(env, drop_unchanged=True)
-    gen = task.script(rec.reset(seed=seed, options={"task": task}).observation)
-    obs: str | None = None
-    for _ in range(max_steps):
-        try:
-            action = next(gen) if obs is None else gen.send(obs)
-        except StopIteration:
-            break
-        res = rec.step(action)
-        obs = res.observation
-        if res.terminated or res.truncated:
-            break
+    play_script(rec, task.script(rec.reset(seed=seed, options={"task": task}).observation), max_steps=max_steps)
     prov = _provenance(task, seed, "scripted")
     return rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
 

@@ -21,7 +21,7 @@ from typing import Any
 from agentworld.domains import get_domain
 from agentworld.envs.agent import AgentConfig
 from agentworld.envs.base import Env
-from agentworld.envs.record import RecordTurns
+from agentworld.envs.record import RecordTurns, play_script
 from agentworld.envs.templates import ScriptedTask
 from agentworld.envs.text_agent import TextProtocol, play_text_agent
 from agentworld.envs.web.actions import parse_action
@@ -54,19 +54,8 @@ def run_scripted(env: Env, task: WebTask, *, trajectory_id: str, seed: int | Non
     if task.script is None:
         raise ValueError(f"task {task.template!r} has no scripted policy")
     rec = RecordTurns(env, drop_unchanged=True)
-    policy = task.script(rec.reset(seed=seed, options=task.reset_options()).observation)
-    steps = 0
-    try:
-        action = next(policy)
-        while steps < max_turns:
-            _check_deadline(deadline, timeout_s)
-            res = rec.step(action)
-            steps += 1
-            if res.terminated or res.truncated:
-                break
-            action = policy.send(res.observation)
-    except StopIteration:
-        pass
+    play_script(rec, task.script(rec.reset(seed=seed, options=task.reset_options()).observation), max_steps=max_turns,
+                before_step=lambda: _check_deadline(deadline, timeout_s))
     prov = Provenance(source="real", environment=ENVIRONMENT, task=task.template, seed=seed, agent="scripted")
     return rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
 
