@@ -285,3 +285,34 @@ def test_sft_queries_without_an_answer_are_retried_not_logged(tmp_path: Path, da
     assert not (tmp_path / "sft-down" / "sft.log.jsonl").exists() or not (
         tmp_path / "sft-down" / "sft.log.jsonl"
     ).read_text().strip()
+
+
+def test_sft_truth_targets_with_demonstrations(tmp_path: Path, inputs: list[str]) -> None:
+    """k: 0 keeps every query with the real observation as target, loading no backend;
+    demos: K puts the nearest turns of other training trajectories in the prompt, as the
+    runner does at inference."""
+    from agentworld.models.demos import TITLE
+    from agentworld.parsing import parse_prediction
+
+    cfg = SFTConfig(inputs=inputs, output_dir=str(tmp_path / "sft"), turn_policy="all", k=0, demos=2,
+                    backend="openai:none@http://127.0.0.1:9/v1", output_format="jsonl")
+    report = build_sft(cfg)
+    rows = [json.loads(line) for line in (tmp_path / "sft" / "train.jsonl").read_text().splitlines()]
+    assert rows and report.retention() == 1.0 and len(rows) == report.rows
+    trajs = {t.id: t for f in inputs for p in sorted(Path(f).glob("*.jsonl")) for t in read_trajectories(p).items}
+    with_demos = 0
+    for row in rows:
+        truth = trajs[row["trajectory_id"]].turns[row["turn_idx"] - 1].observation
+        assert parse_prediction(row["completion"][0]["content"]).observation.strip() == truth.strip()
+        system = row["prompt"][0]["content"]
+        if TITLE in system:
+            with_demos += 1
+            demos = system[system.index(TITLE):]
+            # never a turn of the query's own trajectory (its observations would give the answer away)
+            # (an observation other trajectories also recorded may show up through them)
+            # (demonstrations cut observations at 1,200 characters)
+            own = {t.observation[:1100] for t in trajs[row["trajectory_id"]].turns if len(t.observation) > 40}
+            others = {t.observation[:1100] for tid, o in trajs.items() if tid != row["trajectory_id"] for t in o.turns}
+            assert all(o not in demos for o in own - others)
+            assert system.index(TITLE) < system.index("## Output contract")
+    assert with_demos >= len(rows) // 2

@@ -65,7 +65,13 @@ class SFTConfig(CommonConfig):
     backend: str = opt("retrieval", "World-model backend spec producing rollouts, e.g. openai:MODEL@URL, hf:PATH, smol, "
                        "retrieval:TRAJECTORIES (grammar: agentworld.models.spec).")
     backend_options: dict[str, Any] = opt({}, "More backend options, KEY: VALUE (e.g. api_key, max_retries, precision).")
-    k: int = opt(3, "Rollouts per query.")
+    k: int = opt(3, "Rollouts per query; 0 = none: every query is kept with the real observation as its target "
+                 "(plain supervised targets, no backend or scorer is loaded).", ge=0)
+    demos: int = opt(
+        0, "Demonstrations in every query's prompt: the K nearest turns of the same domain from this build's own "
+        "training trajectories (never the query's own trajectory), placed as the demos=K backend option places them "
+        "at inference. Train with the K the model will be served with.", ge=0
+    )
     temperature: float = opt(0.8, "Sampling temperature of the rollouts.")
     max_tokens: int = opt(2048, "Token limit of one rollout.")
     concurrency: int = opt(4, "Queries in flight at once.")

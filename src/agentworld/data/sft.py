@@ -46,16 +46,41 @@ class Query:
 
 
 def make_queries(trajs: list[Trajectory], config: SFTConfig) -> list[Query]:
-    """Queries in a stable order; the variant of each is a seeded draw of its own key."""
+    """Queries in a stable order; the variant of each is a seeded draw of its own key.
+    With ``config.demos`` each query's system prompt carries its demonstrations."""
+    demos = None
+    if config.demos:
+        from agentworld.models.demos import Demonstrations, DemoSettings
+
+        demos = Demonstrations.of_trajectories(DemoSettings(config.demos), trajs)
     out = []
     for traj in trajs:
         for k in select_turns(traj, config.turn_policy, config.seed):
             variant = keyed_rng(config.seed, "variant", traj.id, k).randrange(NUM_VARIANTS)
             system = trajectory_system_prompt(traj, variant=variant)
-            out.append(Query(f"{traj.id}:{k}", make_sample(traj, k, system_str=system), variant, traj.id))
+            sample = make_sample(traj, k, system_str=system)
+            if demos is not None:
+                sample = with_demos(sample, demos, traj.id)
+            out.append(Query(f"{traj.id}:{k}", sample, variant, traj.id))
             if config.max_queries and len(out) >= config.max_queries:
                 return out
     return out
+
+
+def with_demos(sample: BenchSample, demos: Any, trajectory_id: str) -> BenchSample:
+    """``sample`` with the demonstrations of its action in its system prompt, chosen as the
+    runner chooses them at inference (same index, never the sample's own trajectory)."""
+    messages = demos.apply(sample_messages(sample), sample.domain, exclude_trajectory=trajectory_id)
+    system = messages[0]["content"] if messages and messages[0]["role"] == "system" else sample.system_str
+    return sample.model_copy(update={"system_str": system})
+
+
+def truth_record(query: Query) -> dict[str, Any]:
+    """A query kept as it is (``k: 0``): the real observation is the target."""
+    return {"domain": query.sample.domain, "candidates": [], "kept": True, "prompt": sample_messages(query.sample),
+            "completion": [{"role": "assistant", "content": format_observation(query.sample.ground_truth, None)}],
+            "score": None, "judge": "truth", "trajectory_id": query.trajectory_id,
+            "turn_idx": query.sample.turn_idx, "variant": query.variant}
 
 
 @dataclass
@@ -227,10 +252,10 @@ def build_sft(
     prepared = prepare(config, out_dir)
     report = SFTReport(prepared=prepared.summary())
     queries = make_queries(prepared.train, config)
-    wm = world_model or default_world_model(config)
-    judge = scorer or default_scorer(config)
 
     async def run(log: ResumeLog) -> None:
+        wm = world_model or default_world_model(config)
+        judge = scorer or default_scorer(config)
         try:
             report.call_errors = await run_rejection_sampling(queries, wm, judge, config, log, tick)
         finally:
@@ -238,7 +263,12 @@ def build_sft(
                 await wm.aclose()
 
     with ResumeLog(out_dir, "sft", config, restart=restart) as log:
-        asyncio.run(run(log))
+        if config.k == 0:
+            for q in queries:
+                if q.key not in log.done:
+                    log.add(q.key, truth_record(q))
+        else:
+            asyncio.run(run(log))
         done = log.done
     rows = []
     for q in queries:

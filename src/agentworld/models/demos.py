@@ -20,7 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentworld.models.base import BackendError, Message
-from agentworld.models.retrieval import DomainIndex, PastTurn, build_indexes, load_turns, query_of, source_digest
+from agentworld.models.retrieval import (
+    DomainIndex,
+    PastTurn,
+    add_trajectories,
+    build_indexes,
+    load_turns,
+    query_of,
+    source_digest,
+)
+from agentworld.records.trajectory import Trajectory
 
 DEFAULT_SOURCE = Path(__file__).resolve().parents[3] / "benchmarks" / "local" / "trajectories"
 """The checkout's recorded trajectories (their train side is used)."""
@@ -68,8 +77,18 @@ class Demonstrations:
                 f"no train-split trajectories in {path}: demonstrations come only from trajectory files "
                 "(not *_test.jsonl samples) outside the test split; pass demo_source=PATH"
             )
+        return cls.of_turns(settings, turns, source_digest(path))
+
+    @classmethod
+    def of_trajectories(cls, settings: DemoSettings, trajectories: list[Trajectory], tag: str = "") -> Demonstrations:
+        """Demonstrations drawn from ``trajectories`` in memory (their train side), e.g. a
+        dataset build's own training trajectories."""
+        return cls.of_turns(settings, add_trajectories({}, set(), trajectories), tag)
+
+    @classmethod
+    def of_turns(cls, settings: DemoSettings, turns: dict[str, list[PastTurn]], tag: str) -> Demonstrations:
         # No context weight: a demonstration shows what an action like this one returns.
-        return cls(settings, build_indexes(turns, context_turns=0, context_weight=0.0), source_digest(path))
+        return cls(settings, build_indexes(turns, context_turns=0, context_weight=0.0), tag)
 
     @property
     def cache_tag(self) -> dict[str, str | int]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -342,11 +342,20 @@ def load_turns(source: Path, *, trajectories_only: bool = False) -> dict[str, li
                 pairs = [(as_text(a), strip_marker(as_text(o))) for a, o in zip(s.prompt, s.response, strict=False)]
                 _add(out, seen, s.domain, pairs, [None] * len(pairs), s.trajectory)
         else:
-            for traj in read_jsonl(path, Trajectory).items:
-                if traj.provenance.split == "test":
-                    continue
-                pairs = [(t.action, t.observation) for t in traj.turns]
-                _add(out, seen, traj.domain, pairs, [t.reasoning for t in traj.turns], traj.id)
+            add_trajectories(out, seen, read_jsonl(path, Trajectory).items)
+    return out
+
+
+def add_trajectories(
+    out: dict[str, list[PastTurn]], seen: set[str], trajectories: Iterable[Trajectory]
+) -> dict[str, list[PastTurn]]:
+    """Add the distinct turns of ``trajectories`` to ``out`` (per domain), leaving out
+    those stamped ``provenance.split == "test"``; returns ``out``."""
+    for traj in trajectories:
+        if traj.provenance.split == "test":
+            continue
+        pairs = [(t.action, t.observation) for t in traj.turns]
+        _add(out, seen, traj.domain, pairs, [t.reasoning for t in traj.turns], traj.id)
     return out
 
 
