@@ -10,6 +10,7 @@ with demonstrations in context, and the retrieval floor over the train split. Ad
 adapters with ``--model cpt=smol:runs/train/cpt/adapter`` and so on.
 
     python benchmarks/world_model_quality.py --limit 10
+    python benchmarks/world_model_quality.py --sample 8 --seed 0 --model tuned=smol,engine=llamacpp --model retrieval=retrieval:runs/world_model_quality/train_index.jsonl
     python benchmarks/world_model_quality.py --limit 10 --judge openai:qwen3-32b@http://localhost:8000/v1
 
 Everything goes to ``--out`` (default runs/world_model_quality/) and is resumable: a
@@ -46,9 +47,10 @@ def run(cmd: list[str]) -> None:
 def score_model(name: str, spec: str, args: argparse.Namespace, out: Path) -> dict:
     preds = out / f"{name}.jsonl"
     judged = out / f"{name}.judged.jsonl"
-    infer = ["agentworld", "bench", "infer", str(args.bench), "-o", str(preds), "-b", spec, "--limit", str(args.limit)]
+    infer = ["agentworld", "bench", "infer", str(args.bench), "-o", str(preds), "-b", spec, *selection(args)]
     if not spec.startswith("retrieval"):
-        infer += ["--max-tokens", str(args.max_tokens), "-c", str(args.concurrency)]
+        infer += ["--max-tokens", str(args.max_tokens), "-c", str(args.concurrency),
+                  "--temperature", str(args.temperature)]
     run(infer)
     judge = ["agentworld", "bench", "judge", str(args.bench), "-p", str(preds), "-o", str(judged), "-j", "rules"]
     if args.judge:
@@ -56,6 +58,13 @@ def score_model(name: str, spec: str, args: argparse.Namespace, out: Path) -> di
     run(judge)
     run(["agentworld", "bench", "score", str(judged), "-o", str(out / f"{name}.report")])
     return json.loads((out / f"{name}.report" / "scores.json").read_text())
+
+
+def selection(args: argparse.Namespace) -> list[str]:
+    """The samples every model answers: a seeded random subset per domain, or the first N."""
+    if args.sample:
+        return ["--sample", str(args.sample), "--seed", str(args.seed)]
+    return ["--limit", str(args.limit)]
 
 
 def cell(c: dict | None) -> str:
@@ -96,7 +105,10 @@ def main() -> None:
     ap.add_argument("--bench", type=Path, default=Path("benchmarks/local"))
     ap.add_argument("--trajectories", type=Path, default=Path("benchmarks/local/trajectories"))
     ap.add_argument("--out", type=Path, default=Path("runs/world_model_quality"))
-    ap.add_argument("--limit", type=int, default=10, help="samples per domain")
+    ap.add_argument("--limit", type=int, default=10, help="the first N samples per domain")
+    ap.add_argument("--sample", type=int, default=0, help="a seeded random N samples per domain instead of the first N")
+    ap.add_argument("--seed", type=int, default=0, help="seed of --sample")
+    ap.add_argument("--temperature", type=float, default=0.0, help="sampling temperature of the models (0: greedy)")
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--model", action="append", default=[], help="NAME=SPEC (repeatable); replaces the defaults")
@@ -112,7 +124,8 @@ def main() -> None:
         if not spec:
             sys.exit(f"--model {item!r}: write NAME=SPEC, e.g. tuned=smol")
         results[name] = score_model(name, spec, args, args.out)
-    print(f"\n## World-model quality: {args.bench}, {args.limit} samples per domain (0-100)")
+    which = f"{args.sample} seeded samples (seed {args.seed})" if args.sample else f"the first {args.limit} samples"
+    print(f"\n## World-model quality: {args.bench}, {which} per domain (0-100)")
     print(tables(results))
 
 
