@@ -20,6 +20,7 @@ from typing import Any
 from agentworld.models._batching import Batcher
 from agentworld.models.adapter_chain import CHAIN_FILE, AdapterChain, is_adapter_folder, load_chain, read_chain
 from agentworld.models.base import Backend, Completion, GenerationConfig, Message
+from agentworld.models.window import fit_history
 
 
 def folder_revision(*folders: Path | None) -> str:
@@ -66,7 +67,11 @@ class HFBackend(Backend):
         model_name: str | None = None,
         revision: str | None = None,
         chat_template: str | None = None,
+        max_context: int | None = None,
     ):
+        """``max_context``: the tokens the model reads (default: its trained context,
+        ``max_position_embeddings``); a longer prompt loses its oldest history exchanges
+        (:mod:`agentworld.models.window`); 0 sends every turn."""
         import torch
         from transformers import AutoTokenizer
 
@@ -100,6 +105,8 @@ class HFBackend(Backend):
         # Adapters are merged once, so generation costs the same as the base model.
         model = load_chain(chain, **options)
         self.model = model.to(self.device).eval()
+        self._trained_context = getattr(model.config, "max_position_embeddings", None) or 0
+        self.max_context = self._trained_context if max_context is None else max_context
         self._torch = torch
         self.autocast = self.precision == "autocast" and self.device == "cpu"
         self._model_name = model_name or self.path.name
@@ -111,7 +118,9 @@ class HFBackend(Backend):
 
     @property
     def model_id(self) -> str:
-        return f"{self._model_name}@{self._revision}"
+        # a non-default window changes the answers to long sessions: cached ones must not mix
+        window = "" if self.max_context == self._trained_context else f"/ctx{self.max_context}"
+        return f"{self._model_name}@{self._revision}{window}"
 
     # -- generation ------------------------------------------------------------------
     def prompt_text(self, messages: list[Message]) -> str:
@@ -120,6 +129,13 @@ class HFBackend(Backend):
         tools = next((m["tools"] for m in messages if m.get("tools")), None)
         plain = [{k: v for k, v in m.items() if k != "tools"} for m in messages]
         return self.tokenizer.apply_chat_template(plain, tools=tools, add_generation_prompt=True, tokenize=False)
+
+    def fit(self, messages: list[Message], max_tokens: int | None) -> list[Message]:
+        """``messages`` cut to the model's context, leaving room for ``max_tokens``."""
+        def count(m: list[Message]) -> int:
+            return len(self.tokenizer(self.prompt_text(m), add_special_tokens=False)["input_ids"])
+
+        return fit_history(messages, count, self.max_context - (max_tokens or 0) if self.max_context else 0)
 
     async def complete(
         self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None
@@ -135,7 +151,7 @@ class HFBackend(Backend):
     def _generate_batch(self, key: Hashable, items: Sequence[tuple[list[Message], int]]) -> list[list[Completion]]:
         torch = self._torch
         cfg = GenerationConfig(**dict(key))  # type: ignore[arg-type]
-        texts = [self.prompt_text(m) for m, n in items for _ in range(n)]
+        texts = [self.prompt_text(self.fit(m, cfg.max_tokens)) for m, n in items for _ in range(n)]
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         sample = (cfg.temperature or 0.0) > 0
         kwargs: dict[str, Any] = {

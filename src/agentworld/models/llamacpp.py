@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from agentworld.models.base import Backend, BackendError, Completion, GenerationConfig, Message
+from agentworld.models.window import fit_history
 
 
 class GGUFError(ValueError):
@@ -64,9 +65,13 @@ class LlamaCppBackend(Backend):
         tokenizer: str | Path | None = None,
         model_name: str | None = None,
         revision: str | None = None,
+        max_context: int | None = None,
     ):
         """``context`` is the KV cache size in tokens, shared by the ``max_batch``
         sequences; a request waits until its prompt plus ``max_tokens`` fits.
+        ``max_context``: the tokens one sequence reads (default: the model's trained
+        context); a longer prompt loses its oldest history exchanges
+        (:mod:`agentworld.models.window`); 0 sends every turn.
         ``tokenizer``: a Hugging Face ``tokenizer.json`` that encodes prompts instead of
         llama.cpp's tokenizer, whose pre-tokenizer splits some runs of spaces differently
         (measured: 8 of 42 benchmark prompts differed by a token); decoding is llama.cpp's."""
@@ -99,6 +104,8 @@ class LlamaCppBackend(Backend):
         self.n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
         self.max_batch = max_batch
         self.context = context
+        self._trained_context = llama_cpp.llama_model_n_ctx_train(model)
+        self.max_context = self._trained_context if max_context is None else max_context
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = context
         params.n_batch = params.n_ubatch = 512
@@ -131,7 +138,9 @@ class LlamaCppBackend(Backend):
 
     @property
     def model_id(self) -> str:
-        return f"{self._model_name}@{self._revision}"
+        # a non-default window changes the answers to long sessions: cached ones must not mix
+        window = "" if self.max_context == self._trained_context else f"/ctx{self.max_context}"
+        return f"{self._model_name}@{self._revision}{window}"
 
     # -- prompt ------------------------------------------------------------------------
     def prompt_text(self, messages: list[Message]) -> str:
@@ -183,6 +192,8 @@ class LlamaCppBackend(Backend):
         self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None
     ) -> list[Completion]:
         cfg = config.resolved()
+        budget = self.max_context - (cfg.max_tokens or 0) if self.max_context else 0
+        messages = fit_history(messages, lambda m: len(self.tokenize(self.prompt_text(m))), budget)
         tokens = self.tokenize(self.prompt_text(messages))
         if len(tokens) + 1 > self.context:
             raise BackendError(f"prompt of {len(tokens)} tokens does not fit the context of {self.context} tokens")

@@ -204,10 +204,13 @@ class SmolBackend(Backend):
         max_batch: int = 16,
         model_name: str = MODEL_NAME,
         chat_template: str | None = None,
+        max_context: int | None = None,
     ):
         """``packaged=False`` ignores the shipped adapter (the plain base model).
         ``threads`` and ``context`` (KV cache tokens) are llama.cpp's, ``precision``,
-        ``device`` and ``chat_template`` (see :class:`HFBackend`) transformers'."""
+        ``device`` and ``chat_template`` (see :class:`HFBackend`) transformers'.
+        ``max_context`` (both engines): the tokens the model reads, by default the 8,192
+        SmolLM2 was trained on; longer sessions lose their oldest exchanges."""
         src = Path(gguf) if gguf else gguf_path()
         chosen = adapter or (packaged_adapter() if packaged else None)
         self.engine_name = pick_engine(engine, precision=precision, device=device)
@@ -227,7 +230,7 @@ class SmolBackend(Backend):
             self.engine = LlamaCppBackend(
                 path, max_batch=max_batch, threads=threads, context=context or 32768, tokenizer=tokenizer,
                 model_name=model_name,
-                revision=f"{revision}/llamacpp-{LLAMACPP_GGUF_TYPE}",
+                revision=f"{revision}/llamacpp-{LLAMACPP_GGUF_TYPE}", max_context=max_context,
             )
         else:
             if threads is not None or context is not None:
@@ -235,6 +238,7 @@ class SmolBackend(Backend):
             self.engine = HFBackend(
                 converted_checkpoint(cache_dir, gguf=src), adapter=chosen, precision=precision or "auto",
                 device=device, max_batch=max_batch, model_name=model_name, revision=base, chat_template=chat_template,
+                max_context=max_context,
             )
 
     @property

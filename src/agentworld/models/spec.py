@@ -77,20 +77,21 @@ KINDS: dict[str, BackendKind] = {
         BackendKind(
             "hf", "path", "a local Hugging Face checkpoint folder: hf:PATH",
             {"path": str, "adapter": str, "device": str, "precision": str, "max_batch": int, "model_name": str,
-             "revision": str, "chat_template": str},
+             "revision": str, "chat_template": str, "max_context": int},
             required=("path",), impl="agentworld.models.hf:HFBackend",
         ),
         BackendKind(
             "smol", "adapter",
             "the embedded SmolLM2 world model (offline); smol:ADAPTER swaps the adapter, engine=llamacpp|hf|auto",
             {"adapter": str, "packaged": bool, "engine": str, "threads": int, "context": int, "precision": str,
-             "max_batch": int, "device": str, "cache_dir": str, "gguf": str, "model_name": str, "chat_template": str},
+             "max_batch": int, "device": str, "cache_dir": str, "gguf": str, "model_name": str, "chat_template": str,
+             "max_context": int},
             impl="agentworld.models.smol:SmolBackend",
         ),
         BackendKind(
             "llamacpp", "path", "a GGUF model file run by llama.cpp on the CPU: llamacpp:FILE.gguf",
             {"path": str, "max_batch": int, "context": int, "threads": int, "tokenizer": str, "model_name": str,
-             "revision": str},
+             "revision": str, "max_context": int},
             required=("path",), impl="agentworld.models.llamacpp:LlamaCppBackend",
         ),
         BackendKind(
