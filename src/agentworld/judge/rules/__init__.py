@@ -74,7 +74,6 @@ from agentworld.judge.rules._common import (
     DomainRules,
     altered_share,
     grounded_recall,
-    impossible_values,
     is_action_copy,
     length_proportion,
     meta_hits,
@@ -205,18 +204,26 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
     same_kind = float(kind_pred == kind_truth)
     length = length_proportion(pred, truth)
     shape = shape_similarity(pred, truth)
-    impossible = impossible_values(pred) if not impossible_values(truth) else []
+    # Judged against the truth: what the real observation shows itself is possible.
+    impossible = rules.impossible(pred, sample) if not rules.impossible(truth, sample) else []
+    malformed = rules.malformed(pred, sample) if not rules.malformed(truth, sample) else []
     if impossible:
         fact *= 0.5
+    unchanged = rules.unchanged(pred, sample) and not rules.unchanged(truth, sample)
     fmt, fmt_why = rules.format_fraction(pred, truth, sample)
     completeness = unit_recall(rules.units(rules.body(truth)), rules.units(rules.body(pred)), fuzzy=0.8)
     scores = {
-        "format": to_scale(0.7 * fmt + 0.3 * same_kind if rules.typed_kinds else fmt) - 2 * bool(meta),
+        # A broken structure (a tree node under no parent, a line cut off) is a layout
+        # fault as much as reader-directed text is.
+        "format": to_scale(0.7 * fmt + 0.3 * same_kind if rules.typed_kinds else fmt) - 2 * bool(meta or malformed),
         "factuality": max(1, to_scale(fact) - bool(contradictions)),
         "consistency": max(1, consistency),
         # realism: could the environment print this for this action -- its kind of
         # output, laid out as the domain lays it out, of a plausible length.
-        "realism": to_scale(0.4 * same_kind + 0.4 * fmt + 0.2 * length) - 2 * len(meta) - 3 * bool(impossible),
+        # An unchanged screen is the application's kind of output, but not what an action
+        # with an effect shows.
+        "realism": (to_scale(0.4 * (same_kind and not unchanged) + 0.4 * fmt + 0.2 * length) - 2 * len(meta)
+                    - 3 * bool(impossible or malformed)),
     }
     if off_action:
         # Another action's output: what it states is not this action's result. Output of
@@ -244,6 +251,8 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
         "length_proportion": round(length, 3),
         "shape_similarity": round(shape, 3),
         "impossible_values": impossible,
+        "malformed": malformed,
+        "unchanged_screen": unchanged,
         "meta_text": meta,
         "completeness": round(completeness, 3),
     }
