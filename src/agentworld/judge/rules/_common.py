@@ -523,7 +523,13 @@ class DomainRules:
         """Facts in ``pred`` that disagree with the history while the truth agrees with it,
         and session values the truth repeats that pred changed (each fact once)."""
         out = self.history_contradictions(pred, sample)
-        altered = altered_session_values(self.units(pred), self.units(sample.ground_truth), sample)
+        units = self.units(pred)
+        if self.screens and sample.history():
+            # A line of the screen before is the session itself, not a value changed in
+            # it: a screen left as it was is stale (consistency counts that apart).
+            before = set(self.units(sample.history()[-1][1]))
+            units = [u for u in units if u not in before]
+        altered = altered_session_values(units, self.units(sample.ground_truth), sample)
         return out + [c for c in altered if not any(c.split("'")[1] in x.lower() for x in out)]
 
     def stale_output(self, pred: str, sample: BenchSample) -> str | None:
