@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agentworld.judge.rules._common import DomainRules, session_text, shape_similarity
+from agentworld.judge.rules._common import DomainRules, mentions, session_text, shape_similarity
 
 NODE = re.compile(r"^(\s*)\[([^\]]+)\]\s+(\w[\w-]*)")
 ANY_NODE = re.compile(r"^\s*(\[[^\]]+\]\s+)?[A-Za-z][\w-]*\s+'")
@@ -36,6 +36,16 @@ def nesting_breaks(lines: list[str], step: int) -> list[str]:
 def cut_lines(lines: list[str]) -> list[str]:
     """Lines with an unclosed quote: a name or value cut off mid-way."""
     return [f"cut off: {x.strip()[:50]!r}" for x in lines if len(_QUOTE.findall(x)) % 2]
+
+
+_TYPED = re.compile(r"""^\s*(?:(?:fill|select_option)\(\s*(['"]).*?\1\s*,|keyboard_type\()\s*(['"])(.+)\2\s*\)\s*$""")
+
+
+def typed_values(action: str) -> list[str]:
+    """Text an action types or picks (``fill``, ``keyboard_type``, ``select_option``):
+    not element ids, which say nothing of what a page shows."""
+    m = _TYPED.match(action)
+    return [m.group(3)] if m and len(m.group(3).strip()) >= 3 else []
 
 
 def page_url(text: str) -> str | None:
@@ -114,6 +124,11 @@ class WebRules(DomainRules):
         want, got = page_url(sample.ground_truth), page_url(pred)
         if want and got != want and want in session_text(sample):
             return f"the page at {got or 'no URL'!r}, where the session leads to {want!r}"
+        # Text the agent typed earlier that the real page still shows (the query of a
+        # search it ran, a form's fields): a page without it answers another session.
+        typed = [v for a, _ in sample.history() for v in typed_values(a) if mentions(sample.ground_truth, v)]
+        if typed and not any(mentions(pred, v) for v in typed):
+            return f"none of the text the session typed ({typed[0][:40]!r}...)"
         return None
 
 
