@@ -56,7 +56,9 @@ footer) -- and its body, the action's result.
   credit; minus 2 per kind of text no environment prints (praise, words to a
   judge, chat fences) and 3 for impossible values or a broken structure (a tree node
   under no parent, a line cut off). Another action's output is at
-  most 3 when it is this action's kind of output, else 1.
+  most 3 when it is this action's kind of output, else 1; an answer with none of the
+  output the session fixes for the most part (a file read back), not even altered
+  copies of it, at most 2.
 - ``format``: the domain layout (terminal: echo line, final prompt exactly when the
   truth ends with one, no chat wrapping, line shapes; mcp: strict JSON of the same
   type with the same keys; search: ``[n] url`` blocks each Title then Snippet,
@@ -236,6 +238,12 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
         "realism": (to_scale(0.4 * (same_kind and not unchanged) + 0.4 * fmt + 0.2 * length) - 2 * len(meta)
                     - 3 * bool(impossible or malformed)),
     }
+    if (fact_why["determined_share"] >= 0.5 and fact_why["determined_found"] == 0 and not fact_why["altered"]
+            and rules.body(pred).strip()):
+        # The session fixes most of the real output (a file read back) and the answer
+        # shows none of it, not even with other values: other text than this
+        # environment prints here.
+        scores["realism"] = min(scores["realism"], 2)
     if off_action:
         # Another action's output: what it states is not this action's result. Output of
         # the kind this action prints (another message echoed) could pass for a real
