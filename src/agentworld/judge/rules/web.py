@@ -12,11 +12,10 @@ ANY_NODE = re.compile(r"^\s*(\[[^\]]+\]\s+)?[A-Za-z][\w-]*\s+'")
 """A tree line: a role and its quoted name, with an element id or without (StaticText)."""
 _HEADER = ("URL:", "Title:", "Tabs:", "Focused:", "Scroll:")
 _URL = re.compile(r"^URL:\s*(\S+)", re.M)
-
-
 _QUOTE = re.compile(r"(?<!\\)'")
 _TABS = re.compile(r"(?:^Tabs:|,)\s*\[(\d+)\]\s+'", re.M)
 _SCROLL = re.compile(r"^Scroll: x=(\d+) y=(\d+) of page (\d+)x(\d+), viewport (\d+)x(\d+)", re.M)
+_TYPED = re.compile(r"""^\s*(?:(?:fill|select_option)\(\s*(['"]).*?\1\s*,|keyboard_type\()\s*(['"])(.+)\2\s*\)\s*$""")
 
 
 def nesting_breaks(lines: list[str], step: int) -> list[str]:
@@ -36,9 +35,6 @@ def nesting_breaks(lines: list[str], step: int) -> list[str]:
 def cut_lines(lines: list[str]) -> list[str]:
     """Lines with an unclosed quote: a name or value cut off mid-way."""
     return [f"cut off: {x.strip()[:50]!r}" for x in lines if len(_QUOTE.findall(x)) % 2]
-
-
-_TYPED = re.compile(r"""^\s*(?:(?:fill|select_option)\(\s*(['"]).*?\1\s*,|keyboard_type\()\s*(['"])(.+)\2\s*\)\s*$""")
 
 
 def typed_values(action: str) -> list[str]:
