@@ -100,3 +100,17 @@ def test_impossible_boxes_and_headers(samples) -> None:
     assert score_observation(web, renumbered)[1]["impossible_values"] == ["tabs numbered [3]"]
     past_end = web.ground_truth.replace("y=0 of page 1280x720", "y=900 of page 1280x720")
     assert score_observation(web, past_end)[1]["impossible_values"]
+
+
+def test_text_that_is_no_page_or_desktop_is_another_kind_of_output(samples) -> None:
+    web = samples["web/web-test-1000001:4/4"]
+    rules = rules_for("web")
+    assert rules.kind(web.ground_truth, web) == "output"
+    failed = samples["web/web-test-1000018:3/3"].history()[0][1]  # a click's error, then the page
+    assert failed.startswith("Error: Locator.click") and rules.kind(failed, web) == "error"
+    scores, details = score_observation(web, "105\n1100\n1111\n1080")
+    assert details["kind"]["prediction"] == "text" and scores["realism"] == 1
+    desktop = samples["os/os-test-1000025:1/1"]  # typing two lines into an empty editor
+    typed_only = "timber delta delta\nopal nectar violet jasper summit"
+    assert rules_for("os").kind(typed_only, desktop) == "text"
+    assert rules_for("os").kind(desktop.ground_truth, desktop) == "output"

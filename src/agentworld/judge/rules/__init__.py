@@ -50,7 +50,8 @@ footer) -- and its body, the action's result.
 - ``realism``: could the environment print this for this action: its kind of output
   (terminal: no output, an error, the command's output shape, a full-screen program;
   mcp: result, error result, other JSON, text; search: results, page, memory answer;
-  swe: view, edit, created, editor error, command output) matching the truth's (0.4),
+  swe: view, edit, created, editor error, command output; web/os: a page or desktop
+  state, an error, other text) matching the truth's (0.4),
   laid out as the domain lays it out (the format fraction, 0.4) and of a plausible
   length (0.2); the screen before the action shown again (screens) earns no kind
   credit; minus 2 per kind of text no environment prints (praise, words to a

@@ -51,6 +51,14 @@ class OsRules(DomainRules):
         # A named window or widget keeps its role.
         return {f"{m.group(3)}": m.group(1) for line in text.splitlines() if (m := _NAMED.match(line))}
 
+    def kind(self, text: str, sample: Any) -> str:
+        # The desktop prints its tree and window list, or the program's traceback; other
+        # text is no desktop output.
+        kind = super().kind(text, sample)
+        if kind == "output" and "<root>" not in text and "\nWindows:" not in text:
+            return "text"
+        return kind
+
     def malformed(self, text: str, sample: Any) -> list[str]:
         tree = text.split("\nWindows:", 1)[0].splitlines()
         # Every widget carries its position and size (only the root and the application

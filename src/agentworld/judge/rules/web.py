@@ -91,6 +91,14 @@ class WebRules(DomainRules):
         # An element id keeps its role across pages of one session.
         return {f"[{bid}]": role for bid, role in tree_nodes(text).items()}
 
+    def kind(self, text: str, sample: Any) -> str:
+        # A browser prints a page state (the URL header, the tree), after an error line
+        # when the action failed; other text is no browser output.
+        kind = super().kind(text, sample)
+        if kind == "output" and page_url(text) is None and "RootWebArea" not in text:
+            return "text"
+        return kind
+
     def malformed(self, text: str, sample: Any) -> list[str]:
         # The tree hangs under RootWebArea (an error message and its call log come first).
         _, root, tree = text.partition("RootWebArea")
