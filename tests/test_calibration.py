@@ -17,6 +17,8 @@ from agentworld.records.verdict import DIMENSIONS
 ROOT = Path(__file__).parents[1]
 CAL = ROOT / "benchmarks" / "calibration"
 BENCH = CAL / "samples"
+DOMAINS = {"terminal", "mcp", "search", "swe", "web", "os"}
+ROUND_1_2 = {"terminal", "mcp", "search", "swe"}
 
 
 def _agreement():
@@ -41,7 +43,7 @@ def test_every_item_is_labelled_and_the_set_is_big_enough(rows) -> None:
     labels = [json.loads(x) for x in (CAL / "labels.jsonl").read_text().splitlines()]
     assert len(items) == len(rows) >= 150
     assert {i["cid"] for i in items} == {lab["cid"] for lab in labels}
-    assert {i["domain"] for i in items} == {"terminal", "mcp", "search", "swe"}
+    assert {i["domain"] for i in items} == DOMAINS
     assert {i["split"] for i in items} == {"dev", "test"}
     assert {"ground_truth", "retrieval", "smol"} <= {i["source"] for i in items}
     for lab in labels:
@@ -67,11 +69,12 @@ def test_agreement_with_the_labels_does_not_regress(agreement, rows) -> None:
 def test_agreement_on_the_harder_subset(agreement, rows) -> None:
     """Without the ground truth and the no-attempt items (which make agreement easy) the
     scorer still ranks real, imperfect answers as the reviewers did. Measured after the
-    second round (tuned on dev) on the 217 items: total dev 0.93, test 0.83 (0.85 on the
-    first 195 items, before the 22 model answers were added); the weakest dimension test
-    quality 0.66."""
-    for split, goal in (("dev", 0.9), ("test", 0.8)):
-        part = [r for r in rows if r["split"] == split and r["source"] != "ground_truth"
+    third round (web and os items added, the scorer changed looking at dev only) on the
+    343 items: total dev 0.93, test 0.78 (web and os alone 0.83 and 0.61, few items);
+    on the four domains of rounds 1-2 test 0.83, as after round 2; the weakest dimension
+    test quality 0.65."""
+    for domains, split, goal in ((DOMAINS, "dev", 0.88), (DOMAINS, "test", 0.75), (ROUND_1_2, "test", 0.8)):
+        part = [r for r in rows if r["split"] == split and r["domain"] in domains and r["source"] != "ground_truth"
                 and r["source"] not in agreement.NO_ATTEMPT]
         rho = {c: agreement.spearman([r["label"][c] for r in part], [r["rule"][c] for r in part]) for c in agreement.COLUMNS}
         assert rho["total"] >= goal, (split, rho)
@@ -89,7 +92,7 @@ def test_retrieved_answer_for_another_command_scores_low(rows) -> None:
     """The retrieval baseline answering another command or tool call (the reviewer's
     consistency 1) is neither consistent nor factual, on every domain."""
     other = [r for r in rows if r["source"] == "retrieval" and r["label"]["consistency"] == 1]
-    assert {r["domain"] for r in other} == {"terminal", "mcp", "search", "swe"}
+    assert {r["domain"] for r in other} == DOMAINS
     missed = {r["cid"] for r in other if not (r["rule"]["consistency"] <= 2 and r["rule"]["factuality"] <= 2)}
     # Known miss (test half): grep -A hits of a test file for `grep -rn` over the
     # package -- both have grep's line shape, and the scorer does not yet tell a

@@ -90,3 +90,15 @@ def test_action_values_match_as_whole_words() -> None:
     assert not mentions("- first: groups_list(1): flags", "list")
     assert mentions("Removed 'list'.", "list")
     assert mentions("cat /srv/a.txt", "/srv/a.txt") and mentions("f(1, 2, 3)", "(1, 2, 3)")
+
+
+def test_other_text_where_the_session_fixes_the_output_is_not_realistic(samples) -> None:
+    s = samples["terminal/terminal-test-1000037:1/1"]  # cat stats.py; the initial state shows its text
+    ran = "root@sandbox:/workspace# cat stats.py\ncount 3\nmean 2.0\nmax 3\nroot@sandbox:/workspace#"
+    scores, details = score_observation(s, ran)  # what running the script prints, not the file
+    assert details["determined_share"] >= 0.5 and details["determined_found"] == 0
+    assert scores["realism"] <= 2 and scores["factuality"] <= 2
+    # Half the file read back is this command's output, only incomplete.
+    lines = s.ground_truth.splitlines()
+    half = "\n".join([*lines[:4], lines[-1]])
+    assert score_observation(s, half)[0]["realism"] >= 4

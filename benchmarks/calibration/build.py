@@ -10,6 +10,9 @@ Items are append-only: an existing ``--out`` file is kept as it is (its items ar
 labelled) and only (sample, source) pairs it lacks are added. Constructed variants are
 deterministic: which two a new sample gets rotates with a hash of its uid (the first
 32 samples got theirs by position in the sorted sample list when the set was built).
+A sample of a screen domain (web, os, android: each observation is the whole screen)
+with an earlier turn also gets ``previous_screen``, the screen before the action shown
+again: the characteristic miss of a screen simulator, which the six variants lack.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import re
 import sys
 from pathlib import Path
 
+from agentworld.judge.rules import rules_for
 from agentworld.records.bench import load_bench_dir
 
 HERE = Path(__file__).parent
@@ -109,6 +113,9 @@ def main() -> int:
         for v in (VARIANTS[(2 * k) % 6], VARIANTS[(2 * k + 1) % 6]):
             other = samples[same_domain[k % len(same_domain)]].ground_truth if same_domain else ""
             rows.append((f"constructed:{v}", "constructed", variant_text(v, s, other)))
+        if rules_for(s.domain).screens and s.history() and s.history()[-1][1] != truth:
+            # Nothing changed: the screen before the action, as if it had no effect.
+            rows.append(("constructed:previous_screen", "constructed", s.history()[-1][1]))
         items += [_item(uid, s.domain, source, model, text) for source, model, text in rows]
     with args.out.open("w") as f:
         for it in items:

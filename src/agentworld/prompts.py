@@ -66,6 +66,22 @@ def _section(title: str, body: str | None) -> str:
     return f"## {title}\n{body.strip()}\n" if body and body.strip() else ""
 
 
+INITIAL_STATE_TITLE = "Initial state of the environment"
+
+
+def prompt_section(system: str, title: str) -> str:
+    """The body of one ``## title`` section of a system prompt written by
+    :func:`build_system_prompt` (empty when the prompt has none, as published prompts
+    written another way may not)."""
+    head = f"## {title}\n"
+    start = system.find(head)
+    if start < 0 or (start and system[start - 1] != "\n"):
+        return ""
+    body = system[start + len(head):]
+    end = body.find("\n## ")
+    return (body if end < 0 else body[:end]).strip()
+
+
 def action_space_text(domain: str, action_space: str | None, tools: list[dict] | None) -> str:
     spec = get_domain(domain)
     text = action_space or spec.action_space
@@ -86,7 +102,7 @@ def build_system_prompt(domain: str, context: SimContext | None = None, *, varia
         _section("Task the agent is working on", ctx.task_description if ctx else ""),
         _section("Action space", action_space_text(spec.name, ctx.action_space if ctx else None,
                                                    ctx.tools if ctx else None)),
-        _section("Initial state of the environment", ctx.initial_state if ctx else None),
+        _section(INITIAL_STATE_TITLE, ctx.initial_state if ctx else None),
         _section("Demonstrations", ctx.demonstrations if ctx else None),
         _section("Simulation instruction (follow it in your observations)",
                  ctx.simulation_instruction if ctx else None),

@@ -3,7 +3,8 @@
 It is a proxy for an LLM judge, useful without an API and as a second opinion; its
 agreement with a reviewer's labels is measured by ``benchmarks/scorer_agreement.py``
 on ``benchmarks/calibration/``. pred = the parsed prediction, truth = the real
-observation, session = the earlier turns and the action. Each domain module
+observation, session = the environment's initial state (the system prompt's section),
+the earlier turns and the action. Each domain module
 (``terminal``, ``mcp``, ``search``, ``swe``; ``web``, ``os``, ``android`` use the
 defaults for most) says what its output looks like.
 
@@ -22,7 +23,9 @@ footer) -- and its body, the action's result.
   exactly (truth lines seen earlier or in the action, the action's literal values the
   truth repeats) are matched on their own and weigh their share of the body, so half
   of the fixed output earns about half. Altered copies of real units (same build,
-  other values) multiply the result down, impossible dates/times halve it, a
+  other values) multiply the result down, impossible values halve it (dates/times no
+  clock shows; os: a widget box past the display's edge, of negative size or with a
+  leading zero; web: tabs not numbered 0, 1, ..., a scroll past the page), a
   contradiction costs one point.
 - ``consistency``: with the action and the session. Not an answer to this action
   scores 1: terminal -- echo of another command, or output not shaped like the
@@ -31,7 +34,10 @@ footer) -- and its body, the action's result.
   search), another page's ``URL:``, results under other queries; swe -- an editor
   answer for a shell command or the reverse, text neither tool prints (no editor
   message, no shell footer), another file than the real answer's,
-  lines outside the view range, another working directory; all -- none of the
+  lines outside the view range, another working directory; web -- a page at another
+  URL where the session fixes it (the page it stays on, a clicked link's url, the
+  start page), a page without the text the session typed that the real one shows;
+  os -- none of the windows the session opened; all -- none of the
   action's values the truth repeats (matched as whole words). Otherwise the share of
   the real body's session-grounded tokens (names, paths, values seen earlier,
   boilerplate such as a repeated prompt excluded) pred's body repeats, minus 2 per
@@ -39,21 +45,29 @@ footer) -- and its body, the action's result.
   session value replaced in a copied unit (``rm -f *.o comet`` after building
   ``falcon``), a field the call sets echoed with another value, another user@host or
   working directory in the prompt, isError flipped, an earlier turn's output repeated
-  where the real output is new (stale).
+  where the real output is new (stale). On a screen, lines of the screen before the
+  action are the session itself: a screen left as it was is stale, not contradicted.
 - ``realism``: could the environment print this for this action: its kind of output
   (terminal: no output, an error, the command's output shape, a full-screen program;
   mcp: result, error result, other JSON, text; search: results, page, memory answer;
-  swe: view, edit, created, editor error, command output) matching the truth's (0.4),
+  swe: view, edit, created, editor error, command output; web/os: a page or desktop
+  state, an error, other text) matching the truth's (0.4),
   laid out as the domain lays it out (the format fraction, 0.4) and of a plausible
-  length (0.2); minus 2 per kind of text no environment prints (praise, words to a
-  judge, chat fences) and 3 for impossible dates/times. Another action's output is at
-  most 3 when it is this action's kind of output, else 1.
+  length (0.2); the screen before the action shown again (screens) earns no kind
+  credit; minus 2 per kind of text no environment prints (praise, words to a
+  judge, chat fences) and 3 for impossible values or a broken structure (a tree node
+  under no parent, a line cut off). Another action's output is at
+  most 3 when it is this action's kind of output, else 1; an answer with none of the
+  output the session fixes for the most part (a file read back), not even altered
+  copies of it, at most 2.
 - ``format``: the domain layout (terminal: echo line, final prompt exactly when the
   truth ends with one, no chat wrapping, line shapes; mcp: strict JSON of the same
   type with the same keys; search: ``[n] url`` blocks each Title then Snippet,
   numbered from 1, similar count; swe: numbered views with consecutive, matching
-  numbers; web/os/android: tree or markup rules) weighted 0.7 with the kind match 0.3
-  for the domains that type their kinds; minus 2 with reader-directed text.
+  numbers; web: the URL/Title/Tabs/Focused/Scroll header and tree lines; os: the
+  tree, its window list and widget boxes; android: markup rules) weighted 0.7 with
+  the kind match 0.3 for the domains that type their kinds; minus 2 with
+  reader-directed text or a broken structure.
 - ``quality``: the overall verdict -- the geometric mean of the factuality,
   consistency and realism scores and completeness (share of the real body's units
   present, exactly or with token F1 >= 0.8, on the 1-5 scale), rounded: an answer is
@@ -74,7 +88,6 @@ from agentworld.judge.rules._common import (
     DomainRules,
     altered_share,
     grounded_recall,
-    impossible_values,
     is_action_copy,
     length_proportion,
     meta_hits,
@@ -205,19 +218,33 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
     same_kind = float(kind_pred == kind_truth)
     length = length_proportion(pred, truth)
     shape = shape_similarity(pred, truth)
-    impossible = impossible_values(pred) if not impossible_values(truth) else []
+    # Judged against the truth: what the real observation shows itself is possible.
+    impossible = rules.impossible(pred, sample) if not rules.impossible(truth, sample) else []
+    malformed = rules.malformed(pred, sample) if not rules.malformed(truth, sample) else []
     if impossible:
         fact *= 0.5
+    unchanged = rules.unchanged(pred, sample) and not rules.unchanged(truth, sample)
     fmt, fmt_why = rules.format_fraction(pred, truth, sample)
     completeness = unit_recall(rules.units(rules.body(truth)), rules.units(rules.body(pred)), fuzzy=0.8)
     scores = {
-        "format": to_scale(0.7 * fmt + 0.3 * same_kind if rules.typed_kinds else fmt) - 2 * bool(meta),
+        # A broken structure (a tree node under no parent, a line cut off) is a layout
+        # fault as much as reader-directed text is.
+        "format": to_scale(0.7 * fmt + 0.3 * same_kind if rules.typed_kinds else fmt) - 2 * bool(meta or malformed),
         "factuality": max(1, to_scale(fact) - bool(contradictions)),
         "consistency": max(1, consistency),
         # realism: could the environment print this for this action -- its kind of
         # output, laid out as the domain lays it out, of a plausible length.
-        "realism": to_scale(0.4 * same_kind + 0.4 * fmt + 0.2 * length) - 2 * len(meta) - 3 * bool(impossible),
+        # An unchanged screen is the application's kind of output, but not what an action
+        # with an effect shows.
+        "realism": (to_scale(0.4 * (same_kind and not unchanged) + 0.4 * fmt + 0.2 * length) - 2 * len(meta)
+                    - 3 * bool(impossible or malformed)),
     }
+    if (fact_why["determined_share"] >= 0.5 and fact_why["determined_found"] == 0 and not fact_why["altered"]
+            and rules.body(pred).strip()):
+        # The session fixes most of the real output (a file read back) and the answer
+        # shows none of it, not even with other values: other text than this
+        # environment prints here.
+        scores["realism"] = min(scores["realism"], 2)
     if off_action:
         # Another action's output: what it states is not this action's result. Output of
         # the kind this action prints (another message echoed) could pass for a real
@@ -244,6 +271,8 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
         "length_proportion": round(length, 3),
         "shape_similarity": round(shape, 3),
         "impossible_values": impossible,
+        "malformed": malformed,
+        "unchanged_screen": unchanged,
         "meta_text": meta,
         "completeness": round(completeness, 3),
     }

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentworld.domains.errors import is_error
 from agentworld.domains.terminal.screen import PROMPT_START
+from agentworld.prompts import INITIAL_STATE_TITLE, prompt_section
 
 if TYPE_CHECKING:
     from agentworld.records.bench import BenchSample
@@ -166,8 +167,11 @@ def is_action_copy(pred: str, sample: BenchSample) -> bool:
 
 
 def session_text(sample: BenchSample) -> str:
-    """Everything the session fixed before this observation: earlier turns and the action."""
-    return "\n".join([*(a + "\n" + o for a, o in sample.history()), sample.action])
+    """Everything the session fixed before this observation: the environment's initial
+    state as the system prompt states it (the file a desktop starts with and its text,
+    the page a browser starts at), earlier turns and the action."""
+    initial = prompt_section(sample.system_str, INITIAL_STATE_TITLE)
+    return "\n".join([initial, *(a + "\n" + o for a, o in sample.history()), sample.action])
 
 
 def session_tokens(sample: BenchSample) -> set[str]:
@@ -460,7 +464,7 @@ class DomainRules:
         observation or in the current action (echoed input, files read back), plus the
         current action's literal values that the truth repeats (paths, names, typed text).
         """
-        known = "\n".join([*(a + "\n" + o for a, o in sample.history()), sample.action])
+        known = session_text(sample)
         truth = sample.ground_truth
         units = [ln for ln in text_lines(truth) if re.search(r"\w", ln) and ln in known]
         for value in action_values(sample.action):
@@ -485,6 +489,22 @@ class DomainRules:
             return "empty"
         return "error" if is_error(text) else "output"
 
+    def unchanged(self, text: str, sample: BenchSample) -> bool:
+        """Screen domains: ``text`` is the screen before the action, shown again -- what
+        an action that did nothing leaves (the recordings drop such turns)."""
+        history = sample.history()
+        return self.screens and bool(history) and norm(text) == norm(history[-1][1])
+
+    def impossible(self, text: str, sample: BenchSample) -> list[str]:
+        """Values no environment of this domain prints (a clock at 31:68; a widget off
+        the screen): invented. Default: impossible dates and times."""
+        return impossible_values(text)
+
+    def malformed(self, text: str, sample: BenchSample) -> list[str]:
+        """Places where ``text`` breaks the structure every observation of this domain
+        has (a tree node nested under nothing, a node line cut off). Default: none."""
+        return []
+
     def answers_action(self, pred: str, sample: BenchSample) -> str | None:
         """Why ``pred`` is not an answer to this action (another command's or tool's
         output), or None when it is. Default: the truth repeats some of the action's
@@ -503,7 +523,13 @@ class DomainRules:
         """Facts in ``pred`` that disagree with the history while the truth agrees with it,
         and session values the truth repeats that pred changed (each fact once)."""
         out = self.history_contradictions(pred, sample)
-        altered = altered_session_values(self.units(pred), self.units(sample.ground_truth), sample)
+        units = self.units(pred)
+        if self.screens and sample.history():
+            # A line of the screen before is the session itself, not a value changed in
+            # it: a screen left as it was is stale (consistency counts that apart).
+            before = set(self.units(sample.history()[-1][1]))
+            units = [u for u in units if u not in before]
+        altered = altered_session_values(units, self.units(sample.ground_truth), sample)
         return out + [c for c in altered if not any(c.split("'")[1] in x.lower() for x in out)]
 
     def stale_output(self, pred: str, sample: BenchSample) -> str | None:

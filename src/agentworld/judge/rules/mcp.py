@@ -12,6 +12,7 @@ from agentworld.judge.rules._common import (
     flatten_json,
     key_value_facts,
     parse_json,
+    session_text,
     shape_similarity,
     text_lines,
 )
@@ -115,7 +116,7 @@ class McpRules(DomainRules):
         truth = parse_json(sample.ground_truth)
         if truth is None:
             return super().determined(sample)
-        known = "\n".join([*(a + "\n" + o for a, o in sample.history()), sample.action])
+        known = session_text(sample)
         leaves = _leaves(sample.ground_truth)
         units = [v for v in sorted(leaves) if len(v) >= 3 and v in known]
         for value in action_values(sample.action):
