@@ -91,3 +91,15 @@ def test_bc_trains_saves_resumes_and_reuses_conversations(played: Path, tiny: Pa
     assert again.global_step == 2 and again.resumed_from and again.resumed_from.endswith("checkpoint-1")
     assert (tmp_path / "out" / "adapter_model.safetensors").exists()
     assert conversations.read_text() == before  # nothing played again
+
+
+def test_solutions_played_in_the_simulator(terminal_wm, tmp_path: Path) -> None:
+    """``mode: sim``: the same conversation, the results written by the world model."""
+    path = tmp_path / "sim.jsonl"
+    cfg = load_bc_config(None, {"tasks": ["term-write-file"], "seeds": 1, "mode": "sim", "conversations": str(path)})
+    [conv] = build_conversations(cfg, world_model=terminal_wm)
+    assert conv["key"] == "sim/term-write-file-1000" and conv["mode"] == "sim" and 0.0 <= conv["reward"] <= 1.0
+    assert [m["role"] for m in conv["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    assert conv["messages"][3]["content"]  # the simulated screen
+    # kept in the conversations file for the next run
+    assert json.loads(path.read_text().splitlines()[0])["key"] == conv["key"]
