@@ -76,6 +76,10 @@ class ExperimentConfig(BaseModel):
     """Overrides of the arm trained in the simulator (world model, perturbations)."""
     real: dict[str, Any] = {}
     eval: EvalSpec = Field(default_factory=EvalSpec)
+    bc_config: str = "configs/agent/bc.yaml"
+    bc: dict[str, Any] = {}
+    """Overrides of bc_config for the behaviour-cloning stage every BC arm starts with (tasks,
+    training seeds, steps); its conversations are played once and shared by both experiments."""
     sim_rl_arms: list[str] = []
     """Experiment 1's arms (default: all)."""
     warmup: WarmupSpec = Field(default_factory=WarmupSpec)
@@ -234,6 +238,24 @@ def policy_spec(folder: Path | str, cfg: ExperimentConfig) -> str:
 def train_stage(name: str, cfg: ExperimentConfig, model: str, out_dir: Path, arm: dict[str, Any]) -> Stage:
     values = {**cfg.train, **arm, "model": model, "output_dir": str(out_dir), "chat_template": cfg.chat_template}
     return Stage(name, [*AW, "agent", "train", "--config", cfg.train_config, *sets(values)])
+
+
+def bc_stage(name: str, cfg: ExperimentConfig, model: str, out_dir: Path, out: Path) -> Stage:
+    """Behaviour cloning of the scripted solutions from ``model``; every BC stage of the folder
+    reads the same conversations file (played in the real env once)."""
+    values = {**cfg.bc, "model": model, "output_dir": str(out_dir), "chat_template": cfg.chat_template,
+              "conversations": str(out / "bc_conversations.jsonl")}
+    return Stage(name, [*AW, "agent", "bc", "--config", cfg.bc_config, *sets(values)])
+
+
+def check_bc_config(cfg: ExperimentConfig) -> None:
+    from agentworld.agents.bc import load_bc_config
+    from agentworld.config import ConfigError
+
+    try:
+        load_bc_config(ROOT / cfg.bc_config, {**cfg.bc, "chat_template": cfg.chat_template})
+    except ConfigError as exc:
+        raise SystemExit(f"bad behaviour-cloning config: {exc}") from None
 
 
 def eval_stage(name: str, cfg: ExperimentConfig, spec: str, out: Path) -> Stage:

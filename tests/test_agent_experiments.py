@@ -78,10 +78,16 @@ def test_eval_with_the_tool_protocol_in_the_real_terminal(tiny: Path, tmp_path: 
 def test_dry_run_checks_the_configs_and_prints_the_stages(script, tmp_path: Path, capsys) -> None:
     script.main(["--dry-run", "--out", str(tmp_path), "train.max_steps=1"])
     text = capsys.readouterr().out
-    assert "== eval-untrained" in text and "== train-sim" in text and "--protocol tools" in text
+    assert "== eval-untrained" in text and "== train-bc-sim" in text and "--protocol tools" in text
     assert "max_steps=1" in text and not any(tmp_path.iterdir())  # a dry run writes nothing
+    # GRPO starts from the behaviour-cloned policy; every BC stage reads one conversations file
+    assert "== bc: " in text and f"--set model={tmp_path}/train/bc " in text
+    assert text.count(f"conversations={tmp_path}/bc_conversations.jsonl") >= 2
     if script is agent_warmup:
-        assert "== warmup-cpt" in text and "== eval-warm-sim" in text
+        assert "== warmup-cpt" in text and "== eval-warm-bc-sim" in text
+        assert "== warm-bc: " in text and f"--set model={tmp_path}/train/warmup-cpt " in text
+    with pytest.raises(SystemExit, match="max_step"):  # a typo in the BC stage fails before anything runs
+        script.main(["--dry-run", "--out", str(tmp_path), "bc.max_step=1"])
     with pytest.raises(SystemExit, match="learning_rat"):  # a typo in the budget fails before anything runs
         script.main(["--dry-run", "--out", str(tmp_path), "train.learning_rat=1"])
 

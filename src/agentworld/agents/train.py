@@ -17,8 +17,13 @@ newest checkpoint in the output folder.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import signal
+import sys
+import threading
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from pydantic import field_validator
@@ -74,13 +79,17 @@ def load_agent_config(path: Any = None, overrides: dict[str, Any] | None = None)
 
 
 class _Runtime:
-    """What every episode object of one run shares: the mode, the world model, the task context."""
+    """What every episode object of one run shares: the mode, the world model, the task
+    context, and the environments open right now (closed by :meth:`close_all` when the run
+    ends early: TRL keeps no handle on them)."""
 
     def __init__(self, config: Any, world_model: Any = None):
         self.mode = config.mode
         self.context = TaskContext(world=config.world or None)
         self.wm = world_model
         self.perturbations = None
+        self._open: dict[int, Any] = {}
+        self._lock = threading.Lock()
         if config.perturbations:
             from agentworld.sim.perturb import PerturbationSpec
 
@@ -93,9 +102,62 @@ class _Runtime:
         if self.mode == "sim":
             from agentworld.sim.env import SimEnv
 
-            return SimEnv(self.wm, task.scenario(), checks=getattr(task, "sim_checks", list)(),
-                          perturbations=self.perturbations)
-        return RecordTurns(make(task.env_id, **task.env_kwargs))
+            env: Any = SimEnv(self.wm, task.scenario(), checks=getattr(task, "sim_checks", list)(),
+                              perturbations=self.perturbations)
+        else:
+            env = RecordTurns(make(task.env_id, **task.env_kwargs))
+        with self._lock:
+            self._open[id(env)] = env
+        return env
+
+    def close(self, env: Any) -> None:
+        with self._lock:
+            self._open.pop(id(env), None)
+        env.close()
+
+    def close_all(self) -> int:
+        """Close every environment still open (sandboxes, tmux servers); returns how many."""
+        with self._lock:
+            envs, self._open = list(self._open.values()), {}
+        for env in envs:
+            try:
+                env.close()
+            except Exception as exc:  # noqa: BLE001 - close the others whatever one does
+                print(f"[agent] closing an episode failed: {exc}", file=sys.stderr, flush=True)
+        return len(envs)
+
+
+def open_runtime(config: Any, world_model: Any = None) -> _Runtime:
+    """The run's runtime; in sim mode with the config's world model unless one is given."""
+    if config.mode == "sim" and world_model is None:
+        from agentworld.models import WorldModel, load_backend
+
+        world_model = WorldModel(load_backend(config.world_model, **config.world_model_options))
+    return _Runtime(config, world_model)
+
+
+class _Stopped(SystemExit):
+    """SIGTERM (or SIGHUP) arrived: the run ends as Ctrl-C would, closing its episodes."""
+
+
+@contextlib.contextmanager
+def closing_episodes(runtime: _Runtime) -> Iterator[None]:
+    """Close the runtime's open episodes however the run ends: normally, on an exception,
+    Ctrl-C (SIGINT), SIGTERM or SIGHUP -- the last two otherwise kill the process without
+    unwinding and leave the real env's sandboxes running."""
+    def stop(signum: int, _frame: Any) -> None:
+        raise _Stopped(128 + signum)
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)} if main else {}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        closed = runtime.close_all()
+        if closed:
+            print(f"[agent] closed {closed} open episode(s)", file=sys.stderr, flush=True)
 
 
 class _Episode:
@@ -143,8 +205,8 @@ class _Episode:
 
     def _close(self) -> None:
         if self._env is not None:
-            self._env.close()
-            self._env = None
+            env, self._env = self._env, None
+            self._rt.close(env)
 
 
 class TerminalEpisode(_Episode):
@@ -191,27 +253,20 @@ def dataset_rows(config: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def build_trainer(config: Any, *, world_model: Any = None, callbacks: list[Any] | None = None) -> tuple[Any, Any]:
+def build_trainer(config: Any, *, world_model: Any = None, callbacks: list[Any] | None = None,
+                  runtime: _Runtime | None = None) -> tuple[Any, Any]:
     """TRL's ``GRPOTrainer`` over the task episodes, and the tokenizer to save with it."""
     from datasets import Dataset
-    from transformers import AutoTokenizer
     from trl import GRPOTrainer
 
-    from agentworld.models.hf import tool_chat_template
-    from agentworld.train.common import TrainInputs, load_model, make_trainer, resolve_model, start_chain
+    from agentworld.train.common import TrainInputs, load_model, load_policy_tokenizer, make_trainer, resolve_model, start_chain
 
-    if config.mode == "sim" and world_model is None:
-        from agentworld.models import WorldModel, load_backend
-
-        world_model = WorldModel(load_backend(config.world_model, **config.world_model_options))
+    runtime = runtime or open_runtime(config, world_model)
     path = resolve_model(config.model)
     chain = start_chain(config.model, path)
-    has_tokenizer = (path / "tokenizer_config.json").exists()
-    tokenizer = AutoTokenizer.from_pretrained(path if has_tokenizer else chain.base_path(), padding_side="left")
-    tool_chat_template(tokenizer, config.chat_template)
+    tokenizer = load_policy_tokenizer(path, chain, config.chat_template, padding_side="left")
     rows = dataset_rows(config)
     inputs = TrainInputs(Dataset.from_list(rows), tokenizer, load_model(chain, config), chain)
-    runtime = _Runtime(config, world_model)
     factories = {"terminal": functools.partial(TerminalEpisode, runtime), "tools": functools.partial(ToolEpisode, runtime)}
     used = {r["environment"] for r in rows}
     return make_trainer(GRPOTrainer, config, inputs, callbacks,
@@ -222,5 +277,7 @@ def train_agent(config: Any, *, world_model: Any = None) -> Any:
     """Run multi-turn GRPO to ``config.output_dir``, resuming from its newest checkpoint."""
     from agentworld.train.common import run_trainer
 
-    trainer, tokenizer = build_trainer(config, world_model=world_model)
-    return run_trainer(trainer, config, tokenizer)
+    runtime = open_runtime(config, world_model)
+    with closing_episodes(runtime):
+        trainer, tokenizer = build_trainer(config, runtime=runtime)
+        return run_trainer(trainer, config, tokenizer)

@@ -265,3 +265,48 @@ def train(
     if result.resumed_from:
         console.print(f"resumed from {result.resumed_from}")
     out.print(f"{result.output_dir}: {result.global_step} steps; {json.dumps(result.metrics)}")
+
+
+@app.command("bc")
+def behaviour_clone(
+    config: Annotated[Path | None, typer.Option("--config", help="YAML config (see configs/agent/bc.yaml).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Policy to train: a checkpoint folder, or 'smol'.")] = None,
+    task: TaskOpt = None,
+    mode: Annotated[str | None, typer.Option("--mode", "-m", help="Where the solutions are played: real (default) or sim.")] = None,
+    world_model: Annotated[str | None, typer.Option("--world-model", "-w", metavar="SPEC", help="The simulator's world model (--mode sim).")] = None,
+    world: WorldOpt = None,
+    out_dir: Annotated[str | None, typer.Option("--out", "-o", help="Output folder; a rerun resumes from its last checkpoint.")] = None,
+    conversations: Annotated[Path | None, typer.Option("--conversations", help="JSONL of the played conversations (default: OUT/conversations.jsonl; reused on rerun).")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Stop after this many optimizer steps.")] = None,
+    lora: Annotated[bool | None, typer.Option("--lora/--no-lora", help="Train a LoRA adapter instead of all weights.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE override of any config key (repeatable).")] = None,
+) -> None:
+    """Behaviour cloning: the tasks' scripted solutions, played on training seeds, learned as the tool-calling conversation agent train uses."""
+    from rich.markup import escape
+
+    from agentworld.config import ConfigError, parse_overrides
+    from agentworld.train.common import TrainInputError
+
+    if config is not None and not config.exists():
+        raise fail(f"no such config file: {config}", "start from configs/agent/bc.yaml")
+    flags = {"model": model, "tasks": task, "mode": mode, "world_model": world_model, "world": str(world) if world else None,
+             "output_dir": out_dir, "conversations": str(conversations) if conversations else None,
+             "max_steps": max_steps, "lora": lora}
+    try:
+        from agentworld.agents.bc import load_bc_config, train_bc
+
+        overrides = {**parse_overrides(set_ or []), **{k: v for k, v in flags.items() if v is not None}}
+        cfg = load_bc_config(config, overrides)
+    except ConfigError as exc:
+        raise fail(escape(str(exc)), "see configs/agent/bc.yaml for the keys") from None
+    except ImportError as exc:
+        raise fail(f"training needs {exc.name or 'an optional dependency'}", "pip install 'agentworld[train]'") from None
+    console.print(f"[bold]agent BC[/]: {cfg.model} on {', '.join(cfg.tasks)} (solutions played {cfg.mode}) -> {cfg.output_dir}")
+    try:
+        result = train_bc(cfg)
+    except (TrainInputError, KeyError, ValueError, FileNotFoundError) as exc:
+        hint = getattr(exc, "hint", None) or "check the config (configs/agent/bc.yaml)"
+        raise fail(str(exc.args[0] if isinstance(exc, KeyError) else exc), hint) from None
+    if result.resumed_from:
+        console.print(f"resumed from {result.resumed_from}")
+    out.print(f"{result.output_dir}: {result.global_step} steps; {json.dumps(result.metrics)}")

@@ -92,6 +92,19 @@ def start_chain(model: str, path: Path) -> AdapterChain:
     return AdapterChain("smol" if model == "smol" else str(path.resolve()))
 
 
+def load_policy_tokenizer(path: Path, chain: AdapterChain, chat_template: str, **options: Any) -> Any:
+    """An agent policy's tokenizer (the stage folder's own, else its base's) with the tool
+    chat template ``chat_template`` names (see :func:`agentworld.models.hf.tool_chat_template`)."""
+    from transformers import AutoTokenizer
+
+    from agentworld.models.hf import tool_chat_template
+
+    has_tokenizer = (path / "tokenizer_config.json").exists()
+    tokenizer = AutoTokenizer.from_pretrained(path if has_tokenizer else chain.base_path(), **options)
+    tool_chat_template(tokenizer, chat_template)
+    return tokenizer
+
+
 class WeightsChoice(NamedTuple):
     """How the trainers load the model: dtype, attention kernel and the precision choice
     both the weights and the trainer's autocast follow (decided once per run)."""
