@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -238,33 +239,12 @@ def train(
     set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE override of any config key (repeatable).")] = None,
 ) -> None:
     """Multi-turn GRPO of the policy on seeded tasks (TRL's environment hook), rewarded by the task grader."""
-    from rich.markup import escape
-
-    from agentworld.config import ConfigError, parse_overrides
-    from agentworld.train.common import TrainInputError
-
-    if config is not None and not config.exists():
-        raise fail(f"no such config file: {config}", "start from configs/agent/train.yaml")
     flags = {"model": model, "tasks": task, "mode": mode, "world_model": world_model, "world": str(world) if world else None,
              "output_dir": out_dir, "max_steps": max_steps, "lora": lora}
-    try:
-        from agentworld.agents.train import load_agent_config, train_agent
-
-        overrides = {**parse_overrides(set_ or []), **{k: v for k, v in flags.items() if v is not None}}
-        cfg = load_agent_config(config, overrides)
-    except ConfigError as exc:
-        raise fail(escape(str(exc)), "see configs/agent/train.yaml for the keys") from None
-    except ImportError as exc:
-        raise fail(f"training needs {exc.name or 'an optional dependency'}", "pip install 'agentworld[train]'") from None
-    console.print(f"[bold]agent GRPO[/]: {cfg.model} on {', '.join(cfg.tasks)} ({cfg.mode}) -> {cfg.output_dir}")
-    try:
-        result = train_agent(cfg)
-    except (TrainInputError, KeyError, ValueError, FileNotFoundError) as exc:
-        hint = getattr(exc, "hint", None) or "check the config (configs/agent/train.yaml)"
-        raise fail(str(exc.args[0] if isinstance(exc, KeyError) else exc), hint) from None
-    if result.resumed_from:
-        console.print(f"resumed from {result.resumed_from}")
-    out.print(f"{result.output_dir}: {result.global_step} steps; {json.dumps(result.metrics)}")
+    run_trainer_command(
+        config, set_, flags, "configs/agent/train.yaml", ("agentworld.agents.train", "load_agent_config", "train_agent"),
+        lambda cfg: f"[bold]agent GRPO[/]: {cfg.model} on {', '.join(cfg.tasks)} ({cfg.mode}) -> {cfg.output_dir}",
+    )
 
 
 @app.command("bc")
@@ -282,30 +262,44 @@ def behaviour_clone(
     set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE override of any config key (repeatable).")] = None,
 ) -> None:
     """Behaviour cloning: the tasks' scripted solutions, played on training seeds, learned as the tool-calling conversation agent train uses."""
+    flags = {"model": model, "tasks": task, "mode": mode, "world_model": world_model, "world": str(world) if world else None,
+             "output_dir": out_dir, "conversations": str(conversations) if conversations else None,
+             "max_steps": max_steps, "lora": lora}
+    run_trainer_command(
+        config, set_, flags, "configs/agent/bc.yaml", ("agentworld.agents.bc", "load_bc_config", "train_bc"),
+        lambda cfg: f"[bold]agent BC[/]: {cfg.model} on {', '.join(cfg.tasks)} (solutions played {cfg.mode}) -> {cfg.output_dir}",
+    )
+
+
+def run_trainer_command(
+    config: Path | None, set_: list[str] | None, flags: dict[str, Any], template: str,
+    entry: tuple[str, str, str], title: Callable[[Any], str],
+) -> None:
+    """Load a trainer's config (file, --set overrides, then flags), run it, print the result;
+    every user mistake is one error line with a hint. ``entry``: the module and its config
+    loader and trainer, imported only here (training dependencies are optional)."""
+    import importlib
+
     from rich.markup import escape
 
     from agentworld.config import ConfigError, parse_overrides
     from agentworld.train.common import TrainInputError
 
     if config is not None and not config.exists():
-        raise fail(f"no such config file: {config}", "start from configs/agent/bc.yaml")
-    flags = {"model": model, "tasks": task, "mode": mode, "world_model": world_model, "world": str(world) if world else None,
-             "output_dir": out_dir, "conversations": str(conversations) if conversations else None,
-             "max_steps": max_steps, "lora": lora}
+        raise fail(f"no such config file: {config}", f"start from {template}")
     try:
-        from agentworld.agents.bc import load_bc_config, train_bc
-
+        module = importlib.import_module(entry[0])
         overrides = {**parse_overrides(set_ or []), **{k: v for k, v in flags.items() if v is not None}}
-        cfg = load_bc_config(config, overrides)
+        cfg = getattr(module, entry[1])(config, overrides)
     except ConfigError as exc:
-        raise fail(escape(str(exc)), "see configs/agent/bc.yaml for the keys") from None
+        raise fail(escape(str(exc)), f"see {template} for the keys") from None
     except ImportError as exc:
         raise fail(f"training needs {exc.name or 'an optional dependency'}", "pip install 'agentworld[train]'") from None
-    console.print(f"[bold]agent BC[/]: {cfg.model} on {', '.join(cfg.tasks)} (solutions played {cfg.mode}) -> {cfg.output_dir}")
+    console.print(title(cfg))
     try:
-        result = train_bc(cfg)
+        result = getattr(module, entry[2])(cfg)
     except (TrainInputError, KeyError, ValueError, FileNotFoundError) as exc:
-        hint = getattr(exc, "hint", None) or "check the config (configs/agent/bc.yaml)"
+        hint = getattr(exc, "hint", None) or f"check the config ({template})"
         raise fail(str(exc.args[0] if isinstance(exc, KeyError) else exc), hint) from None
     if result.resumed_from:
         console.print(f"resumed from {result.resumed_from}")
