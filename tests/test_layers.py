@@ -13,7 +13,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "agentworld"
 LAYERS: dict[str, int] = {
     # record types, domain knowledge, text formats and shared utilities
     **dict.fromkeys(["records", "domains", "parsing", "prompts", "jsonl", "seeding", "tool_calls", "config",
-                     "serving", "launch", "progress"], 0),
+                     "serving", "launch", "progress", "openmp"], 0),
     # executors: where work runs (threads, Ray tasks, model actors, Ray Data); they may wrap a backend
     **dict.fromkeys(["models", "executors"], 1),
     "judge": 2,

@@ -9,7 +9,6 @@ command tree, for tests and ``--help``) is built on first access.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from typing import Any
 
@@ -59,11 +58,13 @@ def main() -> None:
     # httpcore (under httpx) imports trio whenever it is installed, ~0.1 s of start-up for
     # a library no agentworld command runs on; in this process it counts as absent.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
-    # OpenMP threads (torch's and llama.cpp's) spin at every barrier by default. On a CPU
-    # other work shares, a spinner that is descheduled stalls each of the hundreds of
-    # barriers in a token: measured on 2 shared cores, 32 sampled tokens after a 700-token
-    # prompt (SmolLM2-135M + LoRA, 2 threads) took 90-125 s spinning and 16.6 s with passive
-    # waits, which cost little on an idle machine. libgomp reads it once, when torch loads.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # OpenMP threads (torch's and llama.cpp's) spin at every barrier by default: fast on idle
+    # cores, a stall at each of a token's hundreds of barriers on cores other work shares
+    # (measured on 2 shared cores: 32 sampled tokens after a 700-token prompt took 90-125 s
+    # spinning, 16.6 s with passive waits; idle, llama.cpp decoded 3x faster spinning). So
+    # the policy follows the load at start-up (agentworld.openmp), before torch loads.
+    from agentworld.openmp import choose_wait_policy
+
+    choose_wait_policy()
     first = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
     build_app(first if first in GROUPS or first in COMMANDS else None)()

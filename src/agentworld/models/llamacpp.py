@@ -28,6 +28,7 @@ import numpy as np
 
 from agentworld.models.base import Backend, BackendError, Completion, GenerationConfig, Message
 from agentworld.models.window import fit_history
+from agentworld.openmp import choose_wait_policy
 
 
 class GGUFError(ValueError):
@@ -75,10 +76,9 @@ class LlamaCppBackend(Backend):
         ``tokenizer``: a Hugging Face ``tokenizer.json`` that encodes prompts instead of
         llama.cpp's tokenizer, whose pre-tokenizer splits some runs of spaces differently
         (measured: 8 of 42 benchmark prompts differed by a token); decoding is llama.cpp's."""
-        # ggml's OpenMP threads spin at every barrier by default: on a CPU shared with other
-        # work (a 2-core laptop, CI) a descheduled spinner stalls each of the ~hundreds of
-        # barriers in a token; sleeping waits cost little when idle. Read when libgomp loads.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        # ggml's OpenMP threads wait at ~hundreds of barriers a token: spinning is fastest on
+        # idle cores, sleeping on shared ones (agentworld.openmp). Read when libgomp loads.
+        choose_wait_policy()
         import llama_cpp
 
         self.path = Path(path)
