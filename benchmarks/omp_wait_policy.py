@@ -1,12 +1,13 @@
 """How OpenMP's wait policy changes sampling speed, on idle cores and on shared ones.
 
-The ``agentworld`` CLI chooses ``OMP_WAIT_POLICY`` from the load when it starts
-(``agentworld.openmp``: ACTIVE on idle cores, PASSIVE on busy ones) before torch loads: a GRPO step of ``agent train`` is mostly token-by-token generation, hundreds of
-small OpenMP regions a token, and with libgomp's default spinning a thread the scheduler
-takes away stalls every barrier. This script samples ``--tokens`` tokens for a batch of 2
-after a ``--prompt``-token prompt from the embedded SmolLM2-135M with a LoRA adapter (what
-``agent train`` generates with), in a fresh process per setting, and prints seconds per run.
-The difference shows only when the cores are busy with other work (run it next to a load).
+The ``agentworld`` CLI sets ``OMP_WAIT_POLICY=PASSIVE`` (``agentworld.openmp``, where the
+trade-off is written down) before torch loads, unless the user set it: a GRPO step of
+``agent train`` is mostly token-by-token generation, hundreds of small OpenMP regions a
+token, and with libgomp's default spinning a thread the scheduler takes away stalls every
+barrier. This script samples ``--tokens`` tokens after a ``--prompt``-token prompt from the
+embedded SmolLM2-135M -- with torch (batch 2, a LoRA adapter: what ``agent train`` generates
+with) or llama.cpp (``--engine llamacpp``) -- in a fresh process per setting, and prints
+seconds per run. Run it on idle cores and next to a load: the winner changes.
 
     python benchmarks/omp_wait_policy.py                 # default vs ACTIVE vs PASSIVE, torch's threads
     python benchmarks/omp_wait_policy.py --threads 1 --tokens 16

@@ -1,4 +1,4 @@
-"""The OpenMP wait policy follows the load at start-up, and a user's own setting wins."""
+"""The OpenMP wait policy is set before torch loads, and a user's own setting wins."""
 
 from __future__ import annotations
 
@@ -11,22 +11,22 @@ import pytest
 from agentworld.openmp import choose_wait_policy
 
 
-def test_policy_follows_the_load(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_passive_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    assert choose_wait_policy(load=0.3, cores=2) == "ACTIVE" and os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
-    monkeypatch.delenv("OMP_WAIT_POLICY")
-    assert choose_wait_policy(load=1.0, cores=2) == "PASSIVE"
-    assert choose_wait_policy(load=0.0, cores=2) == "PASSIVE"  # set now: the process keeps it
+    assert choose_wait_policy() == "PASSIVE" and os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
-    assert choose_wait_policy(load=9.0, cores=2) == "ACTIVE"  # the user's setting wins
+    assert choose_wait_policy() == "ACTIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "")
+    assert choose_wait_policy() == "PASSIVE"
 
 
 def test_the_cli_sets_it_before_torch_loads() -> None:
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     code = ("import sys; sys.argv = ['agentworld', '--help']\nfrom agentworld.cli import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\nimport os; print('POLICY', os.environ['OMP_WAIT_POLICY'])")
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "import os; print('POLICY', os.environ['OMP_WAIT_POLICY'], 'torch' in sys.modules)")
     res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert "POLICY ACTIVE" in res.stdout or "POLICY PASSIVE" in res.stdout, res.stderr[-500:]
-    res = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_WAIT_POLICY": "PASSIVE"},
+    assert "POLICY PASSIVE" in res.stdout, res.stderr[-500:]
+    res = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_WAIT_POLICY": "ACTIVE"},
                          capture_output=True, text=True, timeout=120)
-    assert "POLICY PASSIVE" in res.stdout
+    assert "POLICY ACTIVE" in res.stdout

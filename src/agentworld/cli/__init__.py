@@ -58,11 +58,9 @@ def main() -> None:
     # httpcore (under httpx) imports trio whenever it is installed, ~0.1 s of start-up for
     # a library no agentworld command runs on; in this process it counts as absent.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
-    # OpenMP threads (torch's and llama.cpp's) spin at every barrier by default: fast on idle
-    # cores, a stall at each of a token's hundreds of barriers on cores other work shares
-    # (measured on 2 shared cores: 32 sampled tokens after a 700-token prompt took 90-125 s
-    # spinning, 16.6 s with passive waits; idle, llama.cpp decoded 3x faster spinning). So
-    # the policy follows the load at start-up (agentworld.openmp), before torch loads.
+    # OpenMP threads (torch's and llama.cpp's) spin at every barrier by default, which stalls
+    # a token's hundreds of barriers on shared cores (agentworld.openmp has the figures):
+    # the policy is set before torch loads.
     from agentworld.openmp import choose_wait_policy
 
     choose_wait_policy()

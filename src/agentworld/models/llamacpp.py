@@ -76,8 +76,8 @@ class LlamaCppBackend(Backend):
         ``tokenizer``: a Hugging Face ``tokenizer.json`` that encodes prompts instead of
         llama.cpp's tokenizer, whose pre-tokenizer splits some runs of spaces differently
         (measured: 8 of 42 benchmark prompts differed by a token); decoding is llama.cpp's."""
-        # ggml's OpenMP threads wait at ~hundreds of barriers a token: spinning is fastest on
-        # idle cores, sleeping on shared ones (agentworld.openmp). Read when libgomp loads.
+        # ggml's OpenMP threads wait at ~hundreds of barriers a token: sleeping waits unless
+        # the user chose otherwise (agentworld.openmp). Read when libgomp loads.
         choose_wait_policy()
         import llama_cpp
 
