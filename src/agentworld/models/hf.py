@@ -20,7 +20,7 @@ from typing import Any
 from agentworld.models._batching import Batcher
 from agentworld.models.adapter_chain import CHAIN_FILE, AdapterChain, is_adapter_folder, load_chain, read_chain
 from agentworld.models.base import Backend, Completion, GenerationConfig, Message
-from agentworld.models.window import fit_history
+from agentworld.models.window import fit_prompt, prompt_budget
 
 
 def folder_revision(*folders: Path | None) -> str:
@@ -130,12 +130,12 @@ class HFBackend(Backend):
         plain = [{k: v for k, v in m.items() if k != "tools"} for m in messages]
         return self.tokenizer.apply_chat_template(plain, tools=tools, add_generation_prompt=True, tokenize=False)
 
-    def fit(self, messages: list[Message], max_tokens: int | None) -> list[Message]:
-        """``messages`` cut to the model's context, leaving room for ``max_tokens``."""
-        def count(m: list[Message]) -> int:
-            return len(self.tokenizer(self.prompt_text(m), add_special_tokens=False)["input_ids"])
+    def fitted_prompt(self, messages: list[Message], max_tokens: int | None) -> str:
+        """The prompt text of ``messages``, cut to the model's context with room for ``max_tokens``."""
+        def length(text: str) -> int:
+            return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-        return fit_history(messages, count, self.max_context - (max_tokens or 0) if self.max_context else 0)
+        return fit_prompt(messages, self.prompt_text, length, prompt_budget(self.max_context, max_tokens))
 
     async def complete(
         self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None
@@ -151,7 +151,8 @@ class HFBackend(Backend):
     def _generate_batch(self, key: Hashable, items: Sequence[tuple[list[Message], int]]) -> list[list[Completion]]:
         torch = self._torch
         cfg = GenerationConfig(**dict(key))  # type: ignore[arg-type]
-        texts = [self.prompt_text(self.fit(m, cfg.max_tokens)) for m, n in items for _ in range(n)]
+        prompts = [self.fitted_prompt(m, cfg.max_tokens) for m, _ in items]
+        texts = [text for text, (_, n) in zip(prompts, items, strict=True) for _ in range(n)]
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         sample = (cfg.temperature or 0.0) > 0
         kwargs: dict[str, Any] = {

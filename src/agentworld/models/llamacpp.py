@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from agentworld.models.base import Backend, BackendError, Completion, GenerationConfig, Message
-from agentworld.models.window import fit_history
+from agentworld.models.window import fit_prompt, prompt_budget
 from agentworld.openmp import choose_wait_policy
 
 
@@ -192,9 +192,8 @@ class LlamaCppBackend(Backend):
         self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None
     ) -> list[Completion]:
         cfg = config.resolved()
-        budget = self.max_context - (cfg.max_tokens or 0) if self.max_context else 0
-        messages = fit_history(messages, lambda m: len(self.tokenize(self.prompt_text(m))), budget)
-        tokens = self.tokenize(self.prompt_text(messages))
+        tokens = fit_prompt(messages, lambda m: self.tokenize(self.prompt_text(m)), len,
+                            prompt_budget(self.max_context, cfg.max_tokens))
         if len(tokens) + 1 > self.context:
             raise BackendError(f"prompt of {len(tokens)} tokens does not fit the context of {self.context} tokens")
         if self.failure is not None or self._ctx is None:

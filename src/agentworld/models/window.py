@@ -12,8 +12,28 @@ is what the model sees.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from agentworld.models.base import Message
+
+P = TypeVar("P")
+
+
+def prompt_budget(max_context: int, max_tokens: int | None) -> int:
+    """Prompt tokens a model reading ``max_context`` tokens has left after ``max_tokens``
+    new ones; 0 (no limit) when ``max_context`` is 0."""
+    return max_context - (max_tokens or 0) if max_context else 0
+
+
+def fit_prompt(messages: list[Message], render: Callable[[list[Message]], P], length: Callable[[P], int],
+               budget: int) -> P:
+    """The prompt ``render`` makes of ``messages`` (text or token ids), made of
+    :func:`fit_history`'s messages when its ``length`` exceeds ``budget``. A prompt that
+    fits -- the usual case -- is rendered and measured once."""
+    prompt = render(messages)
+    if budget <= 0 or length(prompt) <= budget:
+        return prompt
+    return render(fit_history(messages, lambda m: length(render(m)), budget))
 
 
 def fit_history(messages: list[Message], count: Callable[[list[Message]], int], budget: int) -> list[Message]:
