@@ -75,12 +75,17 @@ def with_demos(sample: BenchSample, demos: Any, trajectory_id: str) -> BenchSamp
     return sample.model_copy(update={"system_str": system})
 
 
+def kept_row(query: Query, target: str, score: float | None, judge: str) -> dict[str, Any]:
+    """The dataset row of a kept query: its prompt, the target, and where it came from."""
+    return {"prompt": sample_messages(query.sample), "completion": [{"role": "assistant", "content": target}],
+            "score": score, "judge": judge, "trajectory_id": query.trajectory_id,
+            "turn_idx": query.sample.turn_idx, "variant": query.variant}
+
+
 def truth_record(query: Query) -> dict[str, Any]:
     """A query kept as it is (``k: 0``): the real observation is the target."""
-    return {"domain": query.sample.domain, "candidates": [], "kept": True, "prompt": sample_messages(query.sample),
-            "completion": [{"role": "assistant", "content": format_observation(query.sample.ground_truth, None)}],
-            "score": None, "judge": "truth", "trajectory_id": query.trajectory_id,
-            "turn_idx": query.sample.turn_idx, "variant": query.variant}
+    target = format_observation(query.sample.ground_truth, None)
+    return {"domain": query.sample.domain, "candidates": [], "kept": True, **kept_row(query, target, None, "truth")}
 
 
 @dataclass
@@ -184,15 +189,8 @@ async def judge_query(query: Query, wm: Any, scorer: Any, config: SFTConfig) -> 
             best, rank = i, (j.total, check.completeness)
     rec: dict[str, Any] = {"domain": query.sample.domain, "candidates": candidates, "kept": best is not None}
     if best is not None:
-        rec.update(
-            prompt=sample_messages(query.sample),
-            completion=[{"role": "assistant", "content": make_target(query.sample, preds[best], config)}],
-            score=judgements[best].total,
-            judge=judgements[best].judge,
-            trajectory_id=query.trajectory_id,
-            turn_idx=query.sample.turn_idx,
-            variant=query.variant,
-        )
+        target = make_target(query.sample, preds[best], config)
+        rec.update(kept_row(query, target, judgements[best].total, judgements[best].judge))
     return rec
 
 
