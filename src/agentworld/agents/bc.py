@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from agentworld.agents.protocol import tool_prompt, tool_schemas
-from agentworld.agents.tasks import AgentTask, TaskContext, expand, family
-from agentworld.agents.train import AgentFields, TerminalEpisode, ToolEpisode, open_runtime
+from agentworld.agents.tasks import AgentTask
+from agentworld.agents.train import AgentFields, TerminalEpisode, ToolEpisode, open_runtime, training_tasks
 from agentworld.config import opt
 from agentworld.domains.terminal.keys import parse_action
 from agentworld.models.base import Message
@@ -92,12 +92,6 @@ def play_solution(task: AgentTask, runtime: Any) -> dict[str, Any]:
             "reward": reward, "messages": messages, "tools": tool_schemas(task.domain)}
 
 
-def bc_tasks(config: Any) -> list[AgentTask]:
-    context = TaskContext(world=config.world or None)
-    return [family(name).instance(seed, context) for name in expand(list(config.tasks))
-            for seed in range(config.seed_start, config.seed_start + config.seeds)]
-
-
 def build_conversations(config: Any, *, world_model: Any = None) -> list[dict[str, Any]]:
     """Every task's conversation: read from ``conversations`` where played before, the rest played now."""
     from agentworld.jsonl import JsonlAppender, iter_json_lines
@@ -110,7 +104,7 @@ def build_conversations(config: Any, *, world_model: Any = None) -> list[dict[st
                 done[rec["key"]] = rec
             else:
                 print(f"[agent-bc] {path}:{line}: not a conversation, skipped", file=sys.stderr, flush=True)
-    tasks = bc_tasks(config)
+    tasks = training_tasks(config)
     missing = [t for t in tasks if f"{config.mode}/{t.id}" not in done]
     if missing:
         runtime = open_runtime(config, world_model)

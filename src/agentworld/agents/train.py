@@ -240,17 +240,18 @@ class ToolEpisode(_Episode):
         return self._act(json.dumps({"name": name, "arguments": args}, ensure_ascii=False))
 
 
+def training_tasks(config: Any) -> list[AgentTask]:
+    """The tasks a run trains on: every family of ``config.tasks`` at seeds ``seed_start`` ..
+    ``seed_start + seeds - 1``."""
+    context = TaskContext(world=config.world or None)
+    return [family(name).instance(seed, context) for name in expand(list(config.tasks))
+            for seed in range(config.seed_start, config.seed_start + config.seeds)]
+
+
 def dataset_rows(config: Any) -> list[dict[str, Any]]:
     """One row per (family, seed): the prompt, and what ``reset`` needs to rebuild the task."""
-    rows = []
-    for name in expand(list(config.tasks)):
-        fam = family(name)
-        for seed in range(config.seed_start, config.seed_start + config.seeds):
-            task = fam.instance(seed, TaskContext(world=config.world or None))
-            rows.append({"prompt": tool_prompt(task),
-                         "environment": "terminal" if task.domain == "terminal" else "tools",
-                         "family_name": name, "seed": seed})
-    return rows
+    return [{"prompt": tool_prompt(task), "environment": "terminal" if task.domain == "terminal" else "tools",
+             "family_name": task.family, "seed": task.seed} for task in training_tasks(config)]
 
 
 def build_trainer(config: Any, *, world_model: Any = None, callbacks: list[Any] | None = None,
