@@ -13,6 +13,8 @@ deterministic: which two a new sample gets rotates with a hash of its uid (the f
 A sample of a screen domain (web, os, android: each observation is the whole screen)
 with an earlier turn also gets ``previous_screen``, the screen before the action shown
 again: the characteristic miss of a screen simulator, which the six variants lack.
+A terminal sample (added from round 4 on) whose previous turn printed output also gets
+``stale_output``: this action's echo line and prompt around that earlier output.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import re
 import sys
 from pathlib import Path
 
+from agentworld.domains.terminal.screen import PROMPT_LINE, PROMPT_START
 from agentworld.judge.rules import rules_for
 from agentworld.records.bench import load_bench_dir
 
@@ -52,6 +55,30 @@ def change_values(truth: str) -> str:
     if out == truth:  # nothing numeric: swap the case of names and shuffle words of the last line
         out = re.sub(r"\b([a-z]{4,})\b", lambda m: m.group(1)[::-1], truth, count=6)
     return out
+
+
+def _output_lines(screen: str) -> list[str]:
+    """A terminal screen's output: the lines after its echo line, without the final bare prompt."""
+    lines = screen.rstrip("\n").splitlines()
+    if lines and PROMPT_START.match(lines[0]):
+        lines = lines[1:]
+    if lines and PROMPT_LINE.match(lines[-1]):
+        lines = lines[:-1]
+    return lines
+
+
+def stale_output(sample) -> str | None:
+    """This action's echo line and final prompt around the previous turn's output: the
+    earlier run's output repeated where the real one is new (a model error seen in the
+    smol answers of rounds 2 and 4). ``None`` where the truth has no echo line or no
+    final prompt, the previous turn printed nothing, or the result would be the truth."""
+    truth = sample.ground_truth.rstrip("\n").splitlines()
+    history = sample.history()
+    if len(truth) < 2 or not PROMPT_START.match(truth[0]) or not PROMPT_LINE.match(truth[-1]) or not history:
+        return None
+    body = _output_lines(history[-1][1])
+    text = "\n".join([truth[0], *body, truth[-1]])
+    return text if body and text != sample.ground_truth.rstrip("\n") else None
 
 
 def variant_text(variant: str, sample, other: str) -> str:
@@ -116,6 +143,9 @@ def main() -> int:
         if rules_for(s.domain).screens and s.history() and s.history()[-1][1] != truth:
             # Nothing changed: the screen before the action, as if it had no effect.
             rows.append(("constructed:previous_screen", "constructed", s.history()[-1][1]))
+        stale = stale_output(s) if s.domain == "terminal" else None
+        if stale is not None:
+            rows.append(("constructed:stale_output", "constructed", stale))
         items += [_item(uid, s.domain, source, model, text) for source, model, text in rows]
     with args.out.open("w") as f:
         for it in items:
