@@ -4,7 +4,7 @@ constructed degraded variants. Writes ``items.jsonl`` (no scores: labels live in
 ``labels.jsonl``, written by a reviewer; see README.md).
 
     python benchmarks/calibration/build.py --pred retrieval=/tmp/cal/retrieval.jsonl \
-        --pred smol=/tmp/cal/smol.jsonl --pred base=/tmp/cal/base.jsonl
+        --pred smol=/tmp/cal/smol.jsonl --pred base=/tmp/cal/base.jsonl [--round 4]
 
 Items are append-only: an existing ``--out`` file is kept as it is (its items are
 labelled) and only (sample, source) pairs it lacks are added. Constructed variants are
@@ -94,10 +94,12 @@ def variant_text(variant: str, sample, other: str) -> str:
     }[variant]()
 
 
-def _item(uid: str, domain: str, source: str, model: str, text: str) -> dict:
+def _item(uid: str, domain: str, source: str, model: str, text: str, round_: int | None) -> dict:
     cid = hashlib.sha256(f"{uid}\0{source}".encode()).hexdigest()[:10]
-    return {"cid": cid, "uid": uid, "domain": domain, "split": split_of(uid), "source": source, "model": model,
+    item = {"cid": cid, "uid": uid, "domain": domain, "split": split_of(uid), "source": source, "model": model,
             "observation": text}
+    # Items of rounds 1-3 carry no round; later ones say which round added them.
+    return item if round_ is None else {**item, "round": round_}
 
 
 def main() -> int:
@@ -105,6 +107,7 @@ def main() -> int:
     ap.add_argument("--bench", type=Path, default=Path("benchmarks/calibration/samples"))
     ap.add_argument("--pred", action="append", default=[], help="SOURCE=predictions.jsonl")
     ap.add_argument("-o", "--out", type=Path, default=HERE / "items.jsonl")
+    ap.add_argument("--round", type=int, help="stamp the new items with this labelling round (4 on)")
     args = ap.parse_args()
     samples = {s.uid: s for s in load_bench_dir(args.bench, strict=True).samples}
     preds: dict[str, dict[str, dict]] = {}
@@ -123,7 +126,7 @@ def main() -> int:
             for source, p in sorted(preds[uid].items()):
                 obs = p["observation"] if p.get("status") in ("complete", "untagged") else None
                 if obs is not None and (uid, source) not in have:
-                    items.append(_item(uid, samples[uid].domain, source, p.get("model") or source, obs))
+                    items.append(_item(uid, samples[uid].domain, source, p.get("model") or source, obs, args.round))
             continue
         if not fresh:
             k = int(hashlib.sha256(uid.encode()).hexdigest(), 16) % 997
@@ -146,7 +149,7 @@ def main() -> int:
         stale = stale_output(s) if s.domain == "terminal" else None
         if stale is not None:
             rows.append(("constructed:stale_output", "constructed", stale))
-        items += [_item(uid, s.domain, source, model, text) for source, model, text in rows]
+        items += [_item(uid, s.domain, source, model, text, args.round) for source, model, text in rows]
     with args.out.open("w") as f:
         for it in items:
             f.write(json.dumps(it, ensure_ascii=False) + "\n")
