@@ -8,6 +8,7 @@ Goal: >= 0.85 on the total and >= 0.5 on every dimension.
     python benchmarks/scorer_agreement.py                 # dev, test, all
     python benchmarks/scorer_agreement.py --split dev     # only the half tuned on
     python benchmarks/scorer_agreement.py --worst 10      # the largest disagreements (dev)
+    python benchmarks/scorer_agreement.py --round 4       # only the items round 4 added (--round old: rounds 1-3)
 """
 
 from __future__ import annotations
@@ -105,12 +106,16 @@ def main() -> int:
     ap.add_argument("--labels", type=Path, default=HERE / "labels.jsonl")
     ap.add_argument("--bench", type=Path, default=Path("benchmarks/calibration/samples"))
     ap.add_argument("--split", choices=("dev", "test", "all"), action="append")
+    ap.add_argument("--round", help="only items of this round: a number (4 on) or 'old' for rounds 1-3")
     ap.add_argument("--worst", type=int, default=0, help="list the N largest |label - rule| gaps on dev")
     ap.add_argument("--write-scores", type=Path, help="also write every item's rule scores here (rule_scores.jsonl)")
     args = ap.parse_args()
     if args.write_scores:
         write_scores(args.items, args.bench, args.write_scores)
     rows = load(args.items, args.labels, args.bench)
+    if args.round:
+        # Rounds 1-3 stamped no round on their items.
+        rows = [r for r in rows if str(r.get("round", "old")) == args.round]
     splits = args.split or ["dev", "test", "all"]
     print(f"{len(rows)} labelled items ({sum(r['split'] == 'dev' for r in rows)} dev, "
           f"{sum(r['split'] == 'test' for r in rows)} test); Spearman rule scorer vs labels")

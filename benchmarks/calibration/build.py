@@ -4,7 +4,7 @@ constructed degraded variants. Writes ``items.jsonl`` (no scores: labels live in
 ``labels.jsonl``, written by a reviewer; see README.md).
 
     python benchmarks/calibration/build.py --pred retrieval=/tmp/cal/retrieval.jsonl \
-        --pred smol=/tmp/cal/smol.jsonl --pred base=/tmp/cal/base.jsonl
+        --pred smol=/tmp/cal/smol.jsonl --pred base=/tmp/cal/base.jsonl [--round 4]
 
 Items are append-only: an existing ``--out`` file is kept as it is (its items are
 labelled) and only (sample, source) pairs it lacks are added. Constructed variants are
@@ -13,6 +13,8 @@ deterministic: which two a new sample gets rotates with a hash of its uid (the f
 A sample of a screen domain (web, os, android: each observation is the whole screen)
 with an earlier turn also gets ``previous_screen``, the screen before the action shown
 again: the characteristic miss of a screen simulator, which the six variants lack.
+A terminal sample (added from round 4 on) whose previous turn printed output also gets
+``stale_output``: this action's echo line and prompt around that earlier output.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import re
 import sys
 from pathlib import Path
 
+from agentworld.domains.terminal.screen import PROMPT_LINE, PROMPT_START
 from agentworld.judge.rules import rules_for
 from agentworld.records.bench import load_bench_dir
 
@@ -54,6 +57,30 @@ def change_values(truth: str) -> str:
     return out
 
 
+def _output_lines(screen: str) -> list[str]:
+    """A terminal screen's output: the lines after its echo line, without the final bare prompt."""
+    lines = screen.rstrip("\n").splitlines()
+    if lines and PROMPT_START.match(lines[0]):
+        lines = lines[1:]
+    if lines and PROMPT_LINE.match(lines[-1]):
+        lines = lines[:-1]
+    return lines
+
+
+def stale_output(sample) -> str | None:
+    """This action's echo line and final prompt around the previous turn's output: the
+    earlier run's output repeated where the real one is new (a model error seen in the
+    smol answers of rounds 2 and 4). ``None`` where the truth has no echo line or no
+    final prompt, the previous turn printed nothing, or the result would be the truth."""
+    truth = sample.ground_truth.rstrip("\n").splitlines()
+    history = sample.history()
+    if len(truth) < 2 or not PROMPT_START.match(truth[0]) or not PROMPT_LINE.match(truth[-1]) or not history:
+        return None
+    body = _output_lines(history[-1][1])
+    text = "\n".join([truth[0], *body, truth[-1]])
+    return text if body and text != sample.ground_truth.rstrip("\n") else None
+
+
 def variant_text(variant: str, sample, other: str) -> str:
     """The text of one constructed variant of ``sample``'s real observation."""
     truth = sample.ground_truth
@@ -67,10 +94,12 @@ def variant_text(variant: str, sample, other: str) -> str:
     }[variant]()
 
 
-def _item(uid: str, domain: str, source: str, model: str, text: str) -> dict:
+def _item(uid: str, domain: str, source: str, model: str, text: str, round_: int | None) -> dict:
     cid = hashlib.sha256(f"{uid}\0{source}".encode()).hexdigest()[:10]
-    return {"cid": cid, "uid": uid, "domain": domain, "split": split_of(uid), "source": source, "model": model,
+    item = {"cid": cid, "uid": uid, "domain": domain, "split": split_of(uid), "source": source, "model": model,
             "observation": text}
+    # Items of rounds 1-3 carry no round; later ones say which round added them.
+    return item if round_ is None else {**item, "round": round_}
 
 
 def main() -> int:
@@ -78,6 +107,7 @@ def main() -> int:
     ap.add_argument("--bench", type=Path, default=Path("benchmarks/calibration/samples"))
     ap.add_argument("--pred", action="append", default=[], help="SOURCE=predictions.jsonl")
     ap.add_argument("-o", "--out", type=Path, default=HERE / "items.jsonl")
+    ap.add_argument("--round", type=int, help="stamp the new items with this labelling round (4 on)")
     args = ap.parse_args()
     samples = {s.uid: s for s in load_bench_dir(args.bench, strict=True).samples}
     preds: dict[str, dict[str, dict]] = {}
@@ -96,7 +126,7 @@ def main() -> int:
             for source, p in sorted(preds[uid].items()):
                 obs = p["observation"] if p.get("status") in ("complete", "untagged") else None
                 if obs is not None and (uid, source) not in have:
-                    items.append(_item(uid, samples[uid].domain, source, p.get("model") or source, obs))
+                    items.append(_item(uid, samples[uid].domain, source, p.get("model") or source, obs, args.round))
             continue
         if not fresh:
             k = int(hashlib.sha256(uid.encode()).hexdigest(), 16) % 997
@@ -116,7 +146,10 @@ def main() -> int:
         if rules_for(s.domain).screens and s.history() and s.history()[-1][1] != truth:
             # Nothing changed: the screen before the action, as if it had no effect.
             rows.append(("constructed:previous_screen", "constructed", s.history()[-1][1]))
-        items += [_item(uid, s.domain, source, model, text) for source, model, text in rows]
+        stale = stale_output(s) if s.domain == "terminal" else None
+        if stale is not None:
+            rows.append(("constructed:stale_output", "constructed", stale))
+        items += [_item(uid, s.domain, source, model, text, args.round) for source, model, text in rows]
     with args.out.open("w") as f:
         for it in items:
             f.write(json.dumps(it, ensure_ascii=False) + "\n")

@@ -45,18 +45,21 @@ footer) -- and its body, the action's result.
   session value replaced in a copied unit (``rm -f *.o comet`` after building
   ``falcon``), a field the call sets echoed with another value, another user@host or
   working directory in the prompt, isError flipped, an earlier turn's output repeated
-  where the real output is new (stale). On a screen, lines of the screen before the
-  action are the session itself: a screen left as it was is stale, not contradicted.
+  where the real output is new (stale); terminal: a job notice for a command the
+  session never ran, a new background job numbered as one still running. On a screen,
+  lines of the screen before the action are the session itself: a screen left as it was
+  is stale, not contradicted.
 - ``realism``: could the environment print this for this action: its kind of output
   (terminal: no output, an error, the command's output shape, a full-screen program;
   mcp: result, error result, other JSON, text; search: results, page, memory answer;
   swe: view, edit, created, editor error, command output; web/os: a page or desktop
   state, an error, other text) matching the truth's (0.4),
   laid out as the domain lays it out (the format fraction, 0.4) and of a plausible
-  length (0.2); the screen before the action shown again (screens) earns no kind
+  length (0.2); the screen before the action shown again (screens) and an earlier,
+  other command's output under this command's echo line (terminal) earn no kind
   credit; minus 2 per kind of text no environment prints (praise, words to a
   judge, chat fences) and 3 for impossible values or a broken structure (a tree node
-  under no parent, a line cut off). Another action's output is at
+  under no parent, a line cut off, a job line in no form bash prints). Another action's output is at
   most 3 when it is this action's kind of output, else 1; an answer with none of the
   output the session fixes for the most part (a file read back), not even altered
   copies of it, at most 2.
@@ -224,6 +227,8 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
     if impossible:
         fact *= 0.5
     unchanged = rules.unchanged(pred, sample) and not rules.unchanged(truth, sample)
+    # An earlier command's output shown again is that command's kind of output (terminal).
+    other_output = rules.other_command_output(pred, sample) if stale else None
     fmt, fmt_why = rules.format_fraction(pred, truth, sample)
     completeness = unit_recall(rules.units(rules.body(truth)), rules.units(rules.body(pred)), fuzzy=0.8)
     scores = {
@@ -236,7 +241,8 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
         # output, laid out as the domain lays it out, of a plausible length.
         # An unchanged screen is the application's kind of output, but not what an action
         # with an effect shows.
-        "realism": (to_scale(0.4 * (same_kind and not unchanged) + 0.4 * fmt + 0.2 * length) - 2 * len(meta)
+        "realism": (to_scale(0.4 * (same_kind and not (unchanged or other_output)) + 0.4 * fmt + 0.2 * length)
+                    - 2 * len(meta)
                     - 3 * bool(impossible or malformed)),
     }
     if (fact_why["determined_share"] >= 0.5 and fact_why["determined_found"] == 0 and not fact_why["altered"]
@@ -273,6 +279,7 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
         "impossible_values": impossible,
         "malformed": malformed,
         "unchanged_screen": unchanged,
+        "other_command_output": other_output,
         "meta_text": meta,
         "completeness": round(completeness, 3),
     }

@@ -547,6 +547,12 @@ class DomainRules:
             return f"repeats earlier output ({extra[0][:50]!r}) where the real output is new"
         return None
 
+    def other_command_output(self, pred: str, sample: BenchSample) -> str | None:
+        """Why ``pred``'s output is an earlier turn's output of another command shown again
+        (not this action's kind of output, whatever it looks like), or None. Default:
+        None; a domain whose actions name their command says when."""
+        return None
+
     def history_contradictions(self, pred: str, sample: BenchSample) -> list[str]:
         """Facts in ``pred`` that disagree with the history while the truth agrees with it."""
         history: dict[str, str] = {}

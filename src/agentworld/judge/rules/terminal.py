@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from agentworld.domains.terminal import last_prompt, typed_text
+from agentworld.domains.terminal.jobs import job_contradictions, malformed_job_lines
 from agentworld.domains.terminal.screen import PROMPT_LINE, PROMPT_START, prompt_dirs
+from agentworld.domains.terminal.shell import commands
 from agentworld.judge.rules._common import (
     COMMAND_SHAPES,
     DomainRules,
@@ -88,6 +90,26 @@ class TerminalRules(DomainRules):
             lines.insert(0, truth[0])
         return lines
 
+    def malformed(self, text: str, sample: Any) -> list[str]:
+        """Job lines in no form bash prints (``[1] 1 Done``)."""
+        return malformed_job_lines(text_lines(_body(text)))
+
+    def other_command_output(self, pred: str, sample: Any) -> str | None:
+        """An earlier command's output under this command's echo line (the ps table after
+        ``kill %1``): what that command printed, not what this one prints. The same
+        program run again (``./len`` after ``./len abcd``) prints the same kind of output."""
+        if self.stale_output(pred, sample) is None:
+            return None
+        mine = self.units(_body(pred))
+        programs = {argv[0] for argv, _ in commands(sample.action)}
+        for action, obs in reversed(sample.history()):
+            if all(u in set(self.units(_body(obs))) for u in mine):
+                earlier = {argv[0] for argv, _ in commands(action)}
+                if earlier and programs and not earlier & programs:
+                    return f"output of the earlier {sorted(earlier)[0]!r}, not of {sorted(programs)[0]!r}"
+                return None
+        return None
+
     def contradictions(self, pred: str, sample: Any) -> list[str]:
         out = self.history_contradictions(pred, sample)
         # user@host never changes within a session unless the truth shows it changing.
@@ -103,7 +125,12 @@ class TerminalRules(DomainRules):
             out.append(f"working directory {p_dirs[-1]!r} but the shell is in {t_dirs[-1]!r}")
         # Changed session values; a changed prompt is counted once, above.
         altered = altered_session_values(self.units(pred), self.units(sample.ground_truth), sample)
-        return out + [c for c in altered if not (out and "@" in c.split("'")[1])]
+        out += [c for c in altered if not (out and "@" in c.split("'")[1])]
+        # Background jobs: bash's notices name the session's own jobs and number a new one
+        # above those alive (lines the real screen shows too are not in question).
+        truth_lines = set(text_lines(sample.ground_truth))
+        new_lines = [ln for ln in text_lines(_body(pred)) if ln not in truth_lines]
+        return out + job_contradictions(new_lines, sample.history(), sample.action)
 
 
 RULES = TerminalRules()
