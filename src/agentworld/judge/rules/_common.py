@@ -19,7 +19,6 @@ from agentworld.prompts import INITIAL_STATE_TITLE, prompt_section
 if TYPE_CHECKING:
     from agentworld.records.bench import BenchSample
 
-_WS = re.compile(r"\s+")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _KV_LINE = re.compile(r"^\s*([A-Za-z][\w .-]{0,40}?)\s*[:=]\s*(.+?)\s*$")
 
@@ -58,7 +57,9 @@ def to_scale(fraction: float) -> int:
 
 
 def norm(line: str) -> str:
-    return _WS.sub(" ", line).strip()
+    # Runs of whitespace as one space, ends stripped: str.split() knows the same
+    # whitespace as the regex \s and is several times faster (norm runs on every line).
+    return " ".join(line.split())
 
 
 def text_lines(text: str) -> list[str]:
