@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from agentworld.records.bench import BenchSample
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+# ws_tokens' patterns, compiled once: it runs on every text the scorer reads.
+_TOKEN_GAP = re.compile(r"[\s=,\"'`]+")
+_HAS_WORD = re.compile(r"\w")
 _KV_LINE = re.compile(r"^\s*([A-Za-z][\w .-]{0,40}?)\s*[:=]\s*(.+?)\s*$")
 
 # Text a real environment never prints. Praise: the model talking to its reader or to a
@@ -111,9 +114,9 @@ def ws_tokens(text: str) -> list[str]:
     token, so a changed digit changes the token (bag-of-words F1 would still match most
     of its pieces)."""
     out = []
-    for raw in re.split(r"[\s=,\"'`]+", text):
+    for raw in _TOKEN_GAP.split(text):
         tok = raw.strip(".;:!?()[]{}<>")
-        if tok and re.search(r"\w", tok):
+        if tok and _HAS_WORD.search(tok):
             out.append(tok.lower())
     return out
 
