@@ -74,21 +74,26 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-@pytest.fixture(scope="module")
-def inputs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The examples and hand-built trajectories, plus a frozen sample of the recorded ones
-    (a few per domain: enough to exercise every recorded domain, small enough to be fast)."""
+def with_recorded(data_dir: Path, folder: Path, per_domain: int) -> list[str]:
+    """``data_dir`` plus a frozen sample of the recorded trajectories (the first
+    ``per_domain`` of each domain's file) written under ``folder``."""
     paths = [str(data_dir)]
     recorded = sorted(RECORDED.glob("*.jsonl")) if RECORDED.is_dir() else []
     sample: list[Trajectory] = []
     for f in recorded:
         if not f.name.endswith(".failures.jsonl"):
-            sample += read_trajectories(f).items[:3]
+            sample += read_trajectories(f).items[:per_domain]
     if sample:
-        d = tmp_path_factory.mktemp("recorded")
-        write_trajectories(d / "recorded.jsonl", sample)
-        paths.append(str(d))
+        write_trajectories(folder / "recorded.jsonl", sample)
+        paths.append(str(folder))
     return paths
+
+
+@pytest.fixture(scope="module")
+def inputs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The examples and hand-built trajectories, plus a frozen sample of the recorded ones
+    (a few per domain: enough to exercise every recorded domain, small enough to be fast)."""
+    return with_recorded(data_dir, tmp_path_factory.mktemp("recorded"), 3)
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +173,11 @@ def test_held_out_split_is_written_and_excluded(tmp_path: Path, inputs: list[str
     assert packed == {f"traj:{t}" for t in split["train"]}
 
 
-def test_sft_rejection_sampling_and_resume(tmp_path: Path, data_dir: Path, inputs: list[str]) -> None:
+def test_sft_rejection_sampling_and_resume(tmp_path: Path, data_dir: Path) -> None:
+    # One recorded trajectory per domain: every domain's rollouts go through the rule
+    # scorer and the content checks; more of them (web pages cost ~1 s a query to
+    # judge) would test the same logic again.
+    inputs = with_recorded(data_dir, tmp_path / "recorded", 1)
     # The floor indexes every input: it answers each domain from that domain's turns only.
     floor = tmp_path / "floor"
     floor.mkdir()
@@ -196,8 +205,21 @@ def test_sft_rejection_sampling_and_resume(tmp_path: Path, data_dir: Path, input
     assert wm.stats.calls == calls  # resumed from the log: no query rolled out twice
     assert again.to_dict()["per_domain"] == report.to_dict()["per_domain"]
 
-    strict = SFTConfig(inputs=inputs, output_dir=str(tmp_path / "sft5"), turn_policy="all", threshold=5.01)
+    # Above the top of the scale nothing passes. A few queries show it, as long as some of
+    # their rollouts passed at 3.0 (re-judging every query would prove nothing more).
+    strict = SFTConfig(inputs=inputs, output_dir=str(tmp_path / "sft5"), turn_policy="all", threshold=5.01,
+                       max_queries=8)
     assert build_sft(strict, world_model=wm, scorer=RuleScorer()).retention() == 0.0
+    kept_before = {r["key"] for r in _log(tmp_path / "sft") if r["kept"]}
+    rejected = _log(tmp_path / "sft5")
+    assert len(rejected) == 8 and {r["key"] for r in rejected} & kept_before
+    candidates = [c for r in rejected for c in r["candidates"]]
+    assert not any(c["passed"] for c in candidates)
+    assert any(c["reject"] == "below_threshold" and c["total"] >= 3.0 for c in candidates)
+
+
+def _log(out_dir: Path) -> list[dict]:
+    return [json.loads(x) for x in (out_dir / "sft.log.jsonl").read_text().splitlines()]
 
 
 def test_rl_pool_one_turn_per_trajectory(tmp_path: Path, inputs: list[str], tiny: Path) -> None:

@@ -20,8 +20,15 @@ BENCH = ROOT / "benchmarks" / "local"
 RECORDED = BENCH / "trajectories"
 
 
-def _recorded() -> list[Trajectory]:
+@pytest.fixture(scope="module")
+def recorded() -> list[Trajectory]:
+    """Every recorded trajectory, read once for the module (the tests only read them)."""
     return [t for f in sorted(RECORDED.glob("*.jsonl")) for t in read_trajectories(f).items]
+
+
+@pytest.fixture(scope="module")
+def evaluated() -> set[str]:
+    return bench_trajectory_ids([BENCH])
 
 
 def _shift_digits(text: str) -> str:
@@ -36,14 +43,15 @@ def _planted_copy(traj: Trajectory) -> Trajectory:
 
 
 @pytest.mark.slow
-def test_build_from_the_local_benchmark_keeps_no_held_out_trajectory(tmp_path: Path) -> None:
+def test_build_from_the_local_benchmark_keeps_no_held_out_trajectory(
+    tmp_path: Path, recorded: list[Trajectory], evaluated: set[str]
+) -> None:
     out = tmp_path / "rl"
     res = CliRunner().invoke(app, ["data", "build", "rl", "-i", str(RECORDED), "-o", str(out),
                                    "--exclude-bench", str(BENCH), "--set", "workers=1"])
     assert res.exit_code == 0, res.output
-    trajs = _recorded()
+    trajs = recorded
     test_side = {t.id for t in trajs if t.provenance.split == "test"}
-    evaluated = bench_trajectory_ids([BENCH])
     assert test_side and evaluated
     split = json.loads((out / "split.json").read_text())
     trained = set(split["train"])
@@ -63,8 +71,8 @@ def test_build_from_the_local_benchmark_keeps_no_held_out_trajectory(tmp_path: P
     assert check_leakage(kept, held).ok
 
 
-def test_planted_near_duplicate_fails_the_build_unless_allowed(tmp_path: Path) -> None:
-    trajs = [t for t in _recorded() if t.provenance.split != "test" and t.domain == "search"][:6]
+def test_planted_near_duplicate_fails_the_build_unless_allowed(tmp_path: Path, recorded: list[Trajectory]) -> None:
+    trajs = [t for t in recorded if t.provenance.split != "test" and t.domain == "search"][:6]
     original = trajs[0]
     copy = _planted_copy(original)
     assert copy.turns != original.turns
@@ -91,8 +99,14 @@ def test_planted_near_duplicate_fails_the_build_unless_allowed(tmp_path: Path) -
     assert "leakage: ok (0 held out, 0 excluded from training)" in res.output
 
 
-def test_allow_leakage_and_exclude_bench_from_the_config(tmp_path: Path) -> None:
-    trajs = [t for t in _recorded() if t.domain == "search"]
+def test_allow_leakage_and_exclude_bench_from_the_config(
+    tmp_path: Path, recorded: list[Trajectory], evaluated: set[str]
+) -> None:
+    # A few search trajectories the benchmark evaluates and a few it does not: whether the
+    # config's exclude_bench is read shows on those; hundreds more would show it again.
+    search = [t for t in recorded if t.domain == "search"]
+    trajs = [t for t in search if t.id in evaluated][:4] + [t for t in search if t.id not in evaluated][:8]
+    assert {t.id for t in trajs} & evaluated
     src = tmp_path / "in"
     src.mkdir()
     write_trajectories(src / "trajs.jsonl", trajs)
@@ -101,7 +115,8 @@ def test_allow_leakage_and_exclude_bench_from_the_config(tmp_path: Path) -> None
     res = CliRunner().invoke(app, ["data", "build", "rl", "--config", str(cfg)])
     assert res.exit_code == 0, res.output
     split = json.loads((tmp_path / "out" / "split.json").read_text())
-    assert not set(split["train"]) & bench_trajectory_ids([BENCH])
+    assert split["train"] and not set(split["train"]) & evaluated
+    assert {t.id for t in trajs} & evaluated <= set(split["held_out"])
     cfg.write_text(f"inputs: [{src}]\nexclude_bench: [{tmp_path / 'nope'}]\n")
     res = CliRunner().invoke(app, ["data", "build", "rl", "--config", str(cfg)])
     assert res.exit_code == 2 and "no such benchmark directory" in res.output
