@@ -4,7 +4,10 @@ and llama.cpp (``smol,engine=llamacpp``, the shipped adapter merged into a GGUF)
 Prints, for each engine (and each llama.cpp weight type asked for):
 
 - generation tokens/s (generated tokens over wall time, all requests together) at 1, 4 and
-  16 concurrent requests on short terminal prompts;
+  16 concurrent requests on terminal prompts read afresh (llama.cpp's prefix cache off);
+- the same on simulator sessions: 1, 4 and 16 recorded terminal sessions at once, each
+  playing its turns in order, so every prompt extends the one before; llama.cpp with and
+  without its prefix cache, and the share of prompt tokens it took from the cache;
 - prompt-processing tokens/s (prompt tokens over the time to the first token) on long mcp
   and swe prompts, one at a time;
 - fidelity: greedy outputs of each llama.cpp build against transformers on benchmark prompts
@@ -58,6 +61,27 @@ async def prompt_speed(backend: Backend, prompts: list[list[dict]]) -> tuple[flo
     return tokens / wall, tokens // max(len(prompts), 1)
 
 
+def session_prompts(count: int, turns: int) -> list[list[list[dict]]]:
+    """``count`` recorded terminal sessions, each as its first ``turns`` prompts in order."""
+    by_trajectory: dict[str, list[BenchSample]] = {}
+    for s in samples("terminal"):
+        by_trajectory.setdefault(s.trajectory_id, []).append(s)
+    runs = [sorted(v, key=lambda s: s.turn_idx)[:turns] for v in by_trajectory.values() if len(v) >= turns]
+    return [[sample_messages(s) for s in run] for run in runs[:count]]
+
+
+async def sessions(backend: Backend, runs: list[list[list[dict]]], max_tokens: int) -> float:
+    """Generated tokens/s with every session in flight at once, each one turn after another."""
+    config = GenerationConfig(max_tokens=max_tokens)
+
+    async def play(run: list[list[dict]]) -> int:
+        return sum([(await backend.complete(p, config))[0].completion_tokens or 0 for p in run])
+
+    start = time.perf_counter()
+    done = await asyncio.gather(*(play(r) for r in runs))
+    return sum(done) / (time.perf_counter() - start)
+
+
 def fidelity_prompts(count: int, tokenize, limit: int) -> list[list[dict]]:
     """``count`` benchmark prompts, taken in turn from each domain, of at most ``limit`` tokens."""
     pools = [[sample_messages(s) for s in samples(d)[::7]] for d in ("terminal", "mcp", "search", "swe")]
@@ -72,6 +96,14 @@ def fidelity_prompts(count: int, tokenize, limit: int) -> list[list[dict]]:
     return out
 
 
+def cache(backend: Backend, on: bool) -> None:
+    """Turn llama.cpp's prefix cache on or off between runs (and forget what it holds)."""
+    if isinstance(backend, LlamaCppBackend):
+        backend.prefix_cache = on
+        if not on:
+            backend.forget_prefixes()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -82,6 +114,8 @@ def main() -> None:
     max_tokens = 32 if args.quick else 64
     levels = (1, 4) if args.quick else (1, 4, 16)
     terminal = [sample_messages(s) for s in samples("terminal")[: max(levels)]]
+    turns = 3 if args.quick else 5
+    runs = session_prompts(max(levels), turns)
     long_prompts = [sample_messages(s) for d in ("mcp", "swe") for s in samples(d)[:1 if args.quick else 3]]
 
     adapter = packaged_adapter()
@@ -102,9 +136,26 @@ def main() -> None:
         print(f"\ngeneration tokens/s ({max_tokens} new tokens a request, terminal prompts)")
         print(f"{'engine':<16}" + "".join(f"{f'{c} concurrent':>16}" for c in levels))
         for name, backend in engines.items():
+            cache(backend, False)
             await generation(backend, terminal, 1, 4)  # warm-up
             figures = [await generation(backend, terminal, c, max_tokens) for c in levels]
             print(f"{name:<16}" + "".join(f"{f:>16.1f}" for f in figures), flush=True)
+        print(f"\nsessions: generated tokens/s, {turns} turns a session, {max_tokens} new tokens a turn, "
+              "sessions in flight at once")
+        print(f"{'engine':<22}" + "".join(f"{f'{c} sessions':>14}" for c in levels) + "   prompt tokens from cache")
+        for name, backend in engines.items():
+            for cached in ((True, False) if isinstance(backend, LlamaCppBackend) else (False,)):
+                cache(backend, cached)
+                before = (backend.read_tokens, backend.reused_tokens) if cached else (0, 0)
+                figures = [await sessions(backend, runs[:c], max_tokens) for c in levels]
+                share = ""
+                if cached:
+                    read, reused = backend.read_tokens - before[0], backend.reused_tokens - before[1]
+                    share = f"   {100 * reused / max(read + reused, 1):.0f}%"
+                label = f"{name}{' +cache' if cached else ''}"
+                print(f"{label:<22}" + "".join(f"{f:>14.1f}" for f in figures) + share, flush=True)
+        for backend in engines.values():
+            cache(backend, False)
         print("\nprompt processing tokens/s (long mcp/swe prompts, one at a time)")
         for name, backend in engines.items():
             speed, mean = await prompt_speed(backend, long_prompts)

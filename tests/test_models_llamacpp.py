@@ -151,3 +151,29 @@ def test_smol_runs_on_llamacpp_when_asked(gguf_file) -> None:
         assert c.completion_tokens and c.finish_reason in ("stop", "length")
     finally:
         asyncio.run(b.aclose())
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_prefix_cache_reuses_whole_chunks_and_changes_no_answer(backend) -> None:
+    """A session's next prompt extends its last one: the slot's cached chunks are reused,
+    and the greedy answer is the one a fresh read gives."""
+    turns = [s for s in load_bench_dir(BENCH, domains=["terminal"]).samples if s.trajectory_id == "terminal-test-1000000"]
+    first, second = (sample_messages(s) for s in sorted(turns, key=lambda s: s.turn_idx)[1:3])
+    greedy = GenerationConfig(max_tokens=16)
+    n_first = len(backend.tokenize(backend.prompt_text(first)))
+    assert n_first > 512 and second[: len(first) - 1] == first[:-1]  # the history grew by a turn
+    backend.forget_prefixes()
+    backend.generate_once(first, greedy)
+    reused = backend.reused_tokens
+    [warm] = backend.generate_once(second, greedy)
+    gained = backend.reused_tokens - reused
+    assert gained > 0 and gained % 512 == 0 and gained <= n_first
+    backend.prefix_cache = False
+    try:
+        backend.forget_prefixes()
+        [cold] = backend.generate_once(second, greedy)
+        assert backend.reused_tokens == reused + gained  # nothing reused with the cache off
+    finally:
+        backend.prefix_cache = True
+    assert warm.text == cold.text and warm.prompt_tokens == cold.prompt_tokens

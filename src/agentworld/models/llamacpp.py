@@ -2,10 +2,20 @@
 
 A llama.cpp context is not thread-safe, so one worker thread owns it and every request
 reaches it through a queue. The worker batches continuously: the context holds up to
-``max_batch`` sequences in one shared KV cache, each step decodes one token of every
-running sequence in a single ``llama_decode`` call, and a new request joins as soon as
-a slot and enough cache are free. The prompt is the model's own chat template (GGUF
-metadata) rendered the way transformers renders it, so the tokens match the ``hf`` path.
+``max_batch`` sequences, each step decodes one token of every running sequence in a single
+``llama_decode`` call, and a new request joins as soon as a slot is free. The prompt is the
+model's own chat template (GGUF metadata) rendered the way transformers renders it, so the
+tokens match the ``hf`` path.
+
+Each slot has a KV cache of its own (llama.cpp's non-unified cache): in one shared pool every
+sequence's attention ran over every cached token, which made 16 concurrent requests slower
+than one (``benchmarks/embedded_speed.py``). A finished request's tokens stay in its slot,
+and a new request takes the free slot that shares the longest prompt prefix and computes
+only the rest: a simulator session's next step re-reads its whole history, so this skips
+most of its prompt. Only whole prompt chunks are reused (chunks start at multiples of the
+batch size), so the cache holds bit for bit what reading the prompt afresh computes, and
+a seeded sample does not depend on what ran before. Prompts are read a chunk at a time between decode steps, so a
+long prompt delays the running sequences by one chunk, not by the whole prompt.
 
 Sampling is greedy at temperature 0 (the argmax, as ``hf``). Above 0 it is numpy
 sampling (temperature, top-k, top-p) seeded per sample with ``seed + i``: reproducible
@@ -47,7 +57,8 @@ class _Request:
     out: list[int] = field(default_factory=list)
     text: bytes = b""
     slot: int = -1
-    reserved: int = 0
+    cached: int = 0
+    """Positions of this sequence in its slot's KV cache."""
     rng: np.random.Generator | None = None
 
 
@@ -61,21 +72,25 @@ class LlamaCppBackend(Backend):
         path: str | Path,
         *,
         max_batch: int = 16,
-        context: int = 32768,
+        context: int | None = None,
         threads: int | None = None,
         tokenizer: str | Path | None = None,
         model_name: str | None = None,
         revision: str | None = None,
         max_context: int | None = None,
+        prefix_cache: bool = True,
     ):
-        """``context`` is the KV cache size in tokens, shared by the ``max_batch``
-        sequences; a request waits until its prompt plus ``max_tokens`` fits.
+        """``context``: the KV cache of each of the ``max_batch`` slots, in tokens (default:
+        the window, ``max_context``, or the trained context when the window is off); a
+        prompt must fit it, and generation stops there. The caches take memory up front:
+        SmolLM2-135M needs 23 KB a token, 3 GB for 16 slots of 8,192.
         ``max_context``: the tokens one sequence reads (default: the model's trained
         context); a longer prompt loses its oldest history exchanges
         (:mod:`agentworld.models.window`); 0 sends every turn.
         ``tokenizer``: a Hugging Face ``tokenizer.json`` that encodes prompts instead of
         llama.cpp's tokenizer, whose pre-tokenizer splits some runs of spaces differently
-        (measured: 8 of 42 benchmark prompts differed by a token); decoding is llama.cpp's."""
+        (measured: 8 of 42 benchmark prompts differed by a token); decoding is llama.cpp's.
+        ``prefix_cache=False`` reads every prompt from its first token."""
         # ggml's OpenMP threads wait at ~hundreds of barriers a token: sleeping waits unless
         # the user chose otherwise (agentworld.openmp). Read when libgomp loads.
         choose_wait_policy()
@@ -91,7 +106,7 @@ class LlamaCppBackend(Backend):
             self._hf_tokenizer = Tokenizer.from_file(str(tokenizer))
         if not self.path.is_file():
             raise GGUFError(f"GGUF file not found: {self.path}")
-        if max_batch < 1 or context < 64:
+        if max_batch < 1 or (context is not None and context < 64):
             raise ValueError("max_batch must be >= 1 and context >= 64")
         logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)  # llama.cpp's load chatter
         self._lib = llama_cpp
@@ -103,23 +118,29 @@ class LlamaCppBackend(Backend):
         self._vocab = llama_cpp.llama_model_get_vocab(model)
         self.n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
         self.max_batch = max_batch
-        self.context = context
         self._trained_context = llama_cpp.llama_model_n_ctx_train(model)
         self.max_context = self._trained_context if max_context is None else max_context
+        self.context = context or self.max_context or self._trained_context
         params = llama_cpp.llama_context_default_params()
-        params.n_ctx = context
+        params.n_ctx = self.context * max_batch
         params.n_batch = params.n_ubatch = 512
         params.n_seq_max = max_batch
-        params.kv_unified = True  # one pool of cache cells, so a long prompt can use most of it
+        params.kv_unified = False  # a cache per slot: attention reads only its own sequence
         params.n_threads = params.n_threads_batch = threads or os.cpu_count() or 1
         ctx = llama_cpp.llama_init_from_model(model, params)
         if not ctx:
             llama_cpp.llama_model_free(model)
-            raise GGUFError(f"{self.path}: llama.cpp could not create a context of {context} tokens")
+            raise GGUFError(f"{self.path}: llama.cpp could not create {max_batch} caches of {self.context} tokens")
         self._ctx = ctx
         self._memory = llama_cpp.llama_get_memory(ctx)
         self._batch = llama_cpp.llama_batch_init(params.n_batch, 0, 1)
         self._n_batch = params.n_batch
+        self.prefix_cache = prefix_cache
+        self.read_tokens = self.reused_tokens = 0
+        """Prompt tokens computed, and taken from a slot's cache instead (benchmarks read them)."""
+        self._slot_tokens: list[list[int]] = [[] for _ in range(max_batch)]
+        """The prompt tokens whose keys and values each slot holds, read in whole chunks
+        from position 0 (worker thread only)."""
         self.metadata = {k: self._meta(k) for k in ("general.name", "tokenizer.chat_template")}
         self._template = _compile_template(self.metadata["tokenizer.chat_template"])
         self._stop_ids = {int(v) for k in ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.padding_token_id")
@@ -195,7 +216,7 @@ class LlamaCppBackend(Backend):
         tokens = fit_prompt(messages, lambda m: self.tokenize(self.prompt_text(m)), len,
                             prompt_budget(self.max_context, cfg.max_tokens))
         if len(tokens) + 1 > self.context:
-            raise BackendError(f"prompt of {len(tokens)} tokens does not fit the context of {self.context} tokens")
+            raise BackendError(f"prompt of {len(tokens)} tokens does not fit a slot's cache of {self.context} tokens")
         if self.failure is not None or self._ctx is None:
             raise self.failure or BackendError("the llamacpp backend is closed")
         loop = asyncio.get_running_loop()
@@ -208,6 +229,12 @@ class LlamaCppBackend(Backend):
             self._queue.put(req)
             futures.append(req.future)
         return list(await asyncio.gather(*futures))
+
+    def forget_prefixes(self) -> None:
+        """Reuse nothing cached so far (benchmarks call it between runs). Safe at any time:
+        a slot that claims nothing is read from its first token."""
+        for i in range(self.max_batch):
+            self._slot_tokens[i] = []
 
     def generate_once(self, messages: list[Message], config: GenerationConfig | None = None) -> list[Completion]:
         """Synchronous generation (for scripts and benchmarks)."""
@@ -232,20 +259,20 @@ class LlamaCppBackend(Backend):
     # -- the worker thread: the only code that touches the llama.cpp context -----------
     def _run(self) -> None:
         waiting: list[_Request] = []
+        reading: list[_Request] = []
         running: list[_Request] = []
         try:
-            self._loop(waiting, running)
+            self._loop(waiting, reading, running)
         except Exception as exc:  # a bug or a llama.cpp failure: fail every request, never hang one
             self.failure = BackendError(f"llama.cpp worker stopped: {type(exc).__name__}: {exc}")
-            for req in waiting + running:
+            for req in waiting + reading + running:
                 self._answer(req, error=self.failure)
 
-    def _loop(self, waiting: list[_Request], running: list[_Request]) -> None:
-        free_slots = list(range(self.max_batch))
-        used = 0
+    def _loop(self, waiting: list[_Request], reading: list[_Request], running: list[_Request]) -> None:
+        free_slots = list(range(self.max_batch))  # least recently used first
         closing = False
-        while not (closing and not waiting and not running):
-            block = not waiting and not running
+        while not (closing and not waiting and not reading and not running):
+            block = not waiting and not reading and not running
             try:
                 while True:
                     item = self._queue.get(block=block)
@@ -256,28 +283,43 @@ class LlamaCppBackend(Backend):
                         waiting.append(item)
             except queue.Empty:
                 pass
-            # Admit in arrival order while a slot and the cache have room.
-            while waiting and free_slots:
-                req = waiting[0]
-                need = min(len(req.tokens) + (req.config.max_tokens or 0), self.context)
-                if running and used + need > self.context:
-                    break
-                waiting.pop(0)
-                req.slot, req.reserved = free_slots.pop(0), need
-                used += need
-                running.append(req)
-                if self._start(req):
+            while waiting and free_slots:  # arrival order
+                req = waiting.pop(0)
+                self._take_slot(req, free_slots)
+                reading.append(req)
+            if reading:  # one prompt chunk, then a decode step: running sequences keep going
+                req = reading[0]
+                done = self._read(req)
+                if done is not None:
+                    reading.pop(0)
+                    if done:
+                        self._release(req, free_slots)
+                    else:
+                        running.append(req)
+            if running:
+                for req in self._step(running):
                     running.remove(req)
-                    self._lib.llama_memory_seq_rm(self._memory, req.slot, -1, -1)
-                    free_slots.append(req.slot)
-                    used -= need
-            if not running:
-                continue
-            for req in self._step(running):
-                running.remove(req)
-                self._lib.llama_memory_seq_rm(self._memory, req.slot, -1, -1)
-                free_slots.append(req.slot)
-                used -= req.reserved
+                    self._release(req, free_slots)
+
+    def _take_slot(self, req: _Request, free_slots: list[int]) -> None:
+        """The free slot holding the longest prefix of the prompt (else the least recently
+        used one); drop the rest of its cache."""
+        shared = [_common_prefix(self._slot_tokens[s], req.tokens) for s in free_slots]
+        best = max(range(len(free_slots)), key=lambda i: (shared[i], -i))
+        req.slot = free_slots.pop(best)
+        keep = min(shared[best], len(req.tokens) - 1)  # the last prompt token gives the first logits
+        keep = keep - keep % self._n_batch if self.prefix_cache else 0
+        if not self._lib.llama_memory_seq_rm(self._memory, req.slot, keep, -1):
+            self._lib.llama_memory_seq_rm(self._memory, req.slot, -1, -1)
+            keep = 0
+        req.cached = keep
+        self.reused_tokens += keep
+        self._slot_tokens[req.slot] = req.tokens[:keep]
+
+    def _release(self, req: _Request, free_slots: list[int]) -> None:
+        # generated tokens were decoded a row at a time, next to other sequences: not reused
+        self._slot_tokens[req.slot] = req.tokens[: min(req.cached, len(req.tokens))]
+        free_slots.append(req.slot)
 
     def _decode(self, rows: list[tuple[int, int, int, bool]]) -> int:
         """One ``llama_decode`` of (token, position, sequence, wants logits) rows."""
@@ -291,32 +333,44 @@ class LlamaCppBackend(Backend):
     def _logits(self, i: int) -> np.ndarray:
         return np.ctypeslib.as_array(self._lib.llama_get_logits_ith(self._ctx, i), shape=(self.n_vocab,))
 
-    def _start(self, req: _Request) -> bool:
-        """Prefill the prompt in chunks and pick the first token; True when the request
-        is already done (answered: an error, or a stop at once)."""
-        toks = req.tokens
-        for start in range(0, len(toks), self._n_batch):
-            chunk = toks[start : start + self._n_batch]
-            last = start + len(chunk) == len(toks)
-            rc = self._decode([(t, start + j, req.slot, last and j == len(chunk) - 1) for j, t in enumerate(chunk)])
-            if rc != 0:
-                self._answer(req, error=BackendError(f"llama_decode failed ({rc}) on a {len(toks)}-token prompt"))
-                return True
+    def _read(self, req: _Request) -> bool | None:
+        """Decode the next chunk of the prompt; None while some is left, else whether the
+        request is already done (answered: an error, or a stop at once)."""
+        toks, start = req.tokens, req.cached
+        chunk = toks[start : start + self._n_batch]
+        last = start + len(chunk) == len(toks)
+        rc = self._decode([(t, start + j, req.slot, last and j == len(chunk) - 1) for j, t in enumerate(chunk)])
+        if rc != 0:
+            self._forget(req)
+            self._answer(req, error=BackendError(f"llama_decode failed ({rc}) on a {len(toks)}-token prompt"))
+            return True
+        req.cached += len(chunk)
+        self.read_tokens += len(chunk)
+        if not last:
+            return None
         if req.seed is not None:
             req.rng = np.random.default_rng(req.seed)
         elif req.config.temperature:
             req.rng = np.random.default_rng()
         return self._advance(req, self._logits(-1))
 
+    def _forget(self, req: _Request) -> None:
+        """After a failed decode the slot's cache is unknown: empty it."""
+        self._lib.llama_memory_seq_rm(self._memory, req.slot, -1, -1)
+        req.cached = 0
+
     def _step(self, running: list[_Request]) -> list[_Request]:
         """Decode the last token of every running sequence at once; the finished ones."""
-        rows = [(r.out[-1], len(r.tokens) + len(r.out) - 1, r.slot, True) for r in running]
+        rows = [(r.out[-1], r.cached, r.slot, True) for r in running]
         self.peak_rows = max(self.peak_rows, len(rows))
         rc = self._decode(rows)
         if rc != 0:
             for r in running:
+                self._forget(r)
                 self._answer(r, error=BackendError(f"llama_decode failed ({rc}) with {len(rows)} sequences"))
             return list(running)
+        for r in running:
+            r.cached += 1
         return [r for i, r in enumerate(running) if self._advance(r, self._logits(i))]
 
     def _advance(self, req: _Request, logits: np.ndarray) -> bool:
@@ -331,7 +385,7 @@ class LlamaCppBackend(Backend):
         if cfg.stop and any(s.encode() in req.text for s in cfg.stop):
             self._answer(req, finish="stop")
             return True
-        if len(req.out) >= (cfg.max_tokens or 0):
+        if len(req.out) >= (cfg.max_tokens or 0) or req.cached + 1 >= self.context:  # the slot is full
             self._answer(req, finish="length")
             return True
         return False
@@ -353,6 +407,14 @@ class LlamaCppBackend(Backend):
                 setter(result)
 
         req.loop.call_soon_threadsafe(deliver)
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    differ = np.asarray(a[:n]) != np.asarray(b[:n])
+    return int(differ.argmax()) if differ.any() else n
 
 
 def _sample(logits: np.ndarray, cfg: GenerationConfig, rng: np.random.Generator) -> int:

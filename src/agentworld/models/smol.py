@@ -205,9 +205,10 @@ class SmolBackend(Backend):
         model_name: str = MODEL_NAME,
         chat_template: str | None = None,
         max_context: int | None = None,
+        prefix_cache: bool | None = None,
     ):
         """``packaged=False`` ignores the shipped adapter (the plain base model).
-        ``threads`` and ``context`` (KV cache tokens) are llama.cpp's, ``precision``,
+        ``threads``, ``context`` (KV cache tokens a slot) and ``prefix_cache`` are llama.cpp's, ``precision``,
         ``device`` and ``chat_template`` (see :class:`HFBackend`) transformers'.
         ``max_context`` (both engines): the tokens the model reads, by default the 8,192
         SmolLM2 was trained on; longer sessions lose their oldest exchanges."""
@@ -228,13 +229,14 @@ class SmolBackend(Backend):
             # transformers' tokenizer file: prompts tokenized exactly as on the hf engine.
             tokenizer = converted_checkpoint(cache_dir, gguf=src) / "tokenizer.json"
             self.engine = LlamaCppBackend(
-                path, max_batch=max_batch, threads=threads, context=context or 32768, tokenizer=tokenizer,
+                path, max_batch=max_batch, threads=threads, context=context, tokenizer=tokenizer,
                 model_name=model_name,
                 revision=f"{revision}/llamacpp-{LLAMACPP_GGUF_TYPE}", max_context=max_context,
+                prefix_cache=prefix_cache is not False,
             )
         else:
-            if threads is not None or context is not None:
-                raise ValueError("options threads and context apply to engine=llamacpp only")
+            if threads is not None or context is not None or prefix_cache is not None:
+                raise ValueError("options threads, context and prefix_cache apply to engine=llamacpp only")
             self.engine = HFBackend(
                 converted_checkpoint(cache_dir, gguf=src), adapter=chosen, precision=precision or "auto",
                 device=device, max_batch=max_batch, model_name=model_name, revision=base, chat_template=chat_template,
