@@ -302,19 +302,28 @@ class LlamaCppBackend(Backend):
                     self._release(req, free_slots)
 
     def _take_slot(self, req: _Request, free_slots: list[int]) -> None:
-        """The free slot holding the longest prefix of the prompt (else the least recently
-        used one); drop the rest of its cache."""
+        """The free slot holding the most reusable chunks of the prompt, then the longest
+        shared prefix (the same request lands in the same slot, so its rows keep their
+        place in the batch and a seeded sample repeats), then the least recently used
+        one, so another session's cache lives longest; drop the rest of its cache."""
         shared = [_common_prefix(self._slot_tokens[s], req.tokens) for s in free_slots]
-        best = max(range(len(free_slots)), key=lambda i: (shared[i], -i))
-        req.slot = free_slots.pop(best)
-        keep = min(shared[best], len(req.tokens) - 1)  # the last prompt token gives the first logits
-        keep = keep - keep % self._n_batch if self.prefix_cache else 0
+        keeps = [self._reusable(shared[i], req.tokens) for i in range(len(free_slots))]
+        best = max(range(len(free_slots)), key=lambda i: (keeps[i], shared[i], -i))
+        req.slot, keep = free_slots.pop(best), keeps[best]
         if not self._lib.llama_memory_seq_rm(self._memory, req.slot, keep, -1):
             self._lib.llama_memory_seq_rm(self._memory, req.slot, -1, -1)
             keep = 0
         req.cached = keep
         self.reused_tokens += keep
         self._slot_tokens[req.slot] = req.tokens[:keep]
+
+    def _reusable(self, shared: int, prompt: list[int]) -> int:
+        """Prompt tokens a slot sharing ``shared`` of them saves: whole chunks, short of
+        the last prompt token (it gives the first logits)."""
+        if not self.prefix_cache:
+            return 0
+        keep = min(shared, len(prompt) - 1)
+        return keep - keep % self._n_batch
 
     def _release(self, req: _Request, free_slots: list[int]) -> None:
         # generated tokens were decoded a row at a time, next to other sequences: not reused
