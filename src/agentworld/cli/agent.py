@@ -36,6 +36,12 @@ SampleSeedOpt = Annotated[int | None, typer.Option("--sample-seed", help="Seed o
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Empty the output file first.")]
 ProtoOpt = Annotated[str, typer.Option("--protocol", help="How the policy is prompted: native (the collection drivers' protocols) or tools (the one agent train teaches: its prompt, tool calls through the chat template; an hf policy, chat_template=qwen2.5 where the model's own has no tools).")]
 PerturbOpt = Annotated[Path | None, typer.Option("--perturbations", help="Perturbation spec (YAML, configs/perturbations/) for simulated episodes.")]
+# The trainers' shared options (agent train, agent bc).
+TrainModelOpt = Annotated[str | None, typer.Option("--model", help="Policy to train: a checkpoint folder, or 'smol'.")]
+TrainOutOpt = Annotated[str | None, typer.Option("--out", "-o", help="Output folder; a rerun resumes from its last checkpoint.")]
+MaxStepsOpt = Annotated[int | None, typer.Option("--max-steps", help="Stop after this many optimizer steps.")]
+LoraOpt = Annotated[bool | None, typer.Option("--lora/--no-lora", help="Train a LoRA adapter instead of all weights.")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE override of any config key (repeatable).")]
 
 
 def _modes(mode: list[str] | None, default: list[str]) -> list[str]:
@@ -228,15 +234,15 @@ def list_tasks(domain: Annotated[str | None, typer.Option(help="Only this domain
 @app.command()
 def train(
     config: Annotated[Path | None, typer.Option("--config", help="YAML config (see configs/agent/train.yaml).")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Policy to train: a checkpoint folder, or 'smol'.")] = None,
+    model: TrainModelOpt = None,
     task: TaskOpt = None,
     mode: Annotated[str | None, typer.Option("--mode", "-m", help="sim (the simulator, default) or real.")] = None,
     world_model: Annotated[str | None, typer.Option("--world-model", "-w", metavar="SPEC", help="The simulator's world model.")] = None,
     world: WorldOpt = None,
-    out_dir: Annotated[str | None, typer.Option("--out", "-o", help="Output folder; a rerun resumes from its last checkpoint.")] = None,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Stop after this many optimizer steps.")] = None,
-    lora: Annotated[bool | None, typer.Option("--lora/--no-lora", help="Train a LoRA adapter instead of all weights.")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE override of any config key (repeatable).")] = None,
+    out_dir: TrainOutOpt = None,
+    max_steps: MaxStepsOpt = None,
+    lora: LoraOpt = None,
+    set_: SetOpt = None,
 ) -> None:
     """Multi-turn GRPO of the policy on seeded tasks (TRL's environment hook), rewarded by the task grader."""
     flags = {"model": model, "tasks": task, "mode": mode, "world_model": world_model, "world": str(world) if world else None,
@@ -250,16 +256,16 @@ def train(
 @app.command("bc")
 def behaviour_clone(
     config: Annotated[Path | None, typer.Option("--config", help="YAML config (see configs/agent/bc.yaml).")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Policy to train: a checkpoint folder, or 'smol'.")] = None,
+    model: TrainModelOpt = None,
     task: TaskOpt = None,
     mode: Annotated[str | None, typer.Option("--mode", "-m", help="Where the solutions are played: real (default) or sim.")] = None,
     world_model: Annotated[str | None, typer.Option("--world-model", "-w", metavar="SPEC", help="The simulator's world model (--mode sim).")] = None,
     world: WorldOpt = None,
-    out_dir: Annotated[str | None, typer.Option("--out", "-o", help="Output folder; a rerun resumes from its last checkpoint.")] = None,
+    out_dir: TrainOutOpt = None,
     conversations: Annotated[Path | None, typer.Option("--conversations", help="JSONL of the played conversations (default: OUT/conversations.jsonl; reused on rerun).")] = None,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Stop after this many optimizer steps.")] = None,
-    lora: Annotated[bool | None, typer.Option("--lora/--no-lora", help="Train a LoRA adapter instead of all weights.")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="KEY=VALUE override of any config key (repeatable).")] = None,
+    max_steps: MaxStepsOpt = None,
+    lora: LoraOpt = None,
+    set_: SetOpt = None,
 ) -> None:
     """Behaviour cloning: the tasks' scripted solutions, played on training seeds, learned as the tool-calling conversation agent train uses."""
     flags = {"model": model, "tasks": task, "mode": mode, "world_model": world_model, "world": str(world) if world else None,
