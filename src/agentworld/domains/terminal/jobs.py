@@ -89,6 +89,7 @@ def job_contradictions(lines: Iterable[str], history: list[tuple[str, str]], act
     numbered as a job still alive."""
     typed = [ln for a in (*(a for a, _ in history), action) for ln in typed_text(a).split("\n") if ln.strip()]
     alive = session_jobs(history)
+    launches = bool(_launched(action))
     out = []
     for line in lines:
         line = line.strip()
@@ -96,7 +97,7 @@ def job_contradictions(lines: Iterable[str], history: list[tuple[str, str]], act
             cmd = _words(m.group("cmd"))
             if cmd and not any(cmd <= _words(t) for t in typed):
                 out.append(f"job notice for {m.group('cmd')[:40]!r}, a command the session never ran")
-        elif (m := LAUNCH.match(line)) and _launched(action) and int(m.group("n")) in alive:
+        elif (m := LAUNCH.match(line)) and launches and int(m.group("n")) in alive:
             n = int(m.group("n"))
             out.append(f"new job numbered [{n}] while job {n} ({alive[n][:30]!r}) is still running")
     return out

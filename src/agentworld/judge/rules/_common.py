@@ -82,12 +82,19 @@ def token_f1(pred: str, truth: str) -> float:
 def counts_f1(p: Counter[str], t: Counter[str], beta: float = 1.0) -> float:
     """F1 of two word counts (1.0 when both are empty); with ``beta`` > 1 the F-beta
     score, which weighs recall ``beta`` times as much as precision."""
+    return _counts_f1(p, t, sum(p.values()), beta)
+
+
+def _counts_f1(p: Counter[str], t: Counter[str], n_pred: int, beta: float) -> float:
+    """:func:`counts_f1` with ``p``'s total given: a unit compared with a whole pool
+    counts its own total once."""
     if not p and not t:
         return 1.0
     common = _shared(p, t)
     if not common:
         return 0.0
-    return _f1(common, sum(p.values()), sum(t.values()), beta)
+    precision, recall = common / n_pred, common / sum(t.values())
+    return (1 + beta**2) * precision * recall / (beta**2 * precision + recall)
 
 
 def _shared(p: Counter[str], t: Counter[str]) -> int:
@@ -101,11 +108,6 @@ def _shared(p: Counter[str], t: Counter[str]) -> int:
         if m > 0:
             common += m
     return common
-
-
-def _f1(common: int, n_pred: int, n_truth: int, beta: float) -> float:
-    precision, recall = common / n_pred, common / n_truth
-    return (1 + beta**2) * precision * recall / (beta**2 * precision + recall)
 
 
 def ws_tokens(text: str) -> list[str]:
@@ -158,12 +160,7 @@ def _best(counts: Counter[str], pool: list[tuple[str, Counter[str]]]) -> tuple[i
     best, best_f1 = None, -1.0
     total = sum(counts.values())
     for i, (_, c) in enumerate(pool):
-        # counts_f1 with the unit's own total counted once, not once per pool entry.
-        if not counts and not c:
-            f1 = 1.0
-        else:
-            common = _shared(counts, c)
-            f1 = _f1(common, total, sum(c.values()), 1.0) if common else 0.0
+        f1 = _counts_f1(counts, c, total, 1.0)
         if f1 > best_f1:
             best, best_f1 = i, f1
     return best, max(best_f1, 0.0)
@@ -574,7 +571,8 @@ class DomainRules:
         t_units = self.units(self.body(sample.ground_truth))
         # Units pred states that the real output does not: all of pred is earlier output,
         # and some of it is not this output (a shared ``isError=false`` alone is not stale).
-        extra = [u for u in p_units if u not in set(t_units)]
+        truth_set = set(t_units)
+        extra = [u for u in p_units if u not in truth_set]
         if not extra:
             return None
         seen = {u for _, obs in sample.history() for u in self.units(self.body(obs))}
@@ -583,9 +581,10 @@ class DomainRules:
         return None
 
     def other_command_output(self, pred: str, sample: BenchSample) -> str | None:
-        """Why ``pred``'s output is an earlier turn's output of another command shown again
-        (not this action's kind of output, whatever it looks like), or None. Default:
-        None; a domain whose actions name their command says when."""
+        """Given that ``pred`` repeats earlier output (:meth:`stale_output` said so), why it
+        is an earlier turn's output of another command shown again (not this action's kind
+        of output, whatever it looks like), or None. Default: None; a domain whose actions
+        name their command says when."""
         return None
 
     def history_contradictions(self, pred: str, sample: BenchSample) -> list[str]:

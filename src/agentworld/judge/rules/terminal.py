@@ -98,12 +98,11 @@ class TerminalRules(DomainRules):
         """An earlier command's output under this command's echo line (the ps table after
         ``kill %1``): what that command printed, not what this one prints. The same
         program run again (``./len`` after ``./len abcd``) prints the same kind of output."""
-        if self.stale_output(pred, sample) is None:
-            return None
         mine = self.units(_body(pred))
         programs = {argv[0] for argv, _ in commands(sample.action)}
         for action, obs in reversed(sample.history()):
-            if all(u in set(self.units(_body(obs))) for u in mine):
+            shown = set(self.units(_body(obs)))
+            if all(u in shown for u in mine):
                 earlier = {argv[0] for argv, _ in commands(action)}
                 if earlier and programs and not earlier & programs:
                     return f"output of the earlier {sorted(earlier)[0]!r}, not of {sorted(programs)[0]!r}"
