@@ -9,13 +9,13 @@ tokens match the ``hf`` path.
 
 Each slot has a KV cache of its own (llama.cpp's non-unified cache): in one shared pool every
 sequence's attention ran over every cached token, which made 16 concurrent requests slower
-than one (``benchmarks/embedded_speed.py``). A finished request's tokens stay in its slot,
-and a new request takes the free slot that shares the longest prompt prefix and computes
-only the rest: a simulator session's next step re-reads its whole history, so this skips
-most of its prompt. Only whole prompt chunks are reused (chunks start at multiples of the
-batch size), so the cache holds bit for bit what reading the prompt afresh computes, and
-a seeded sample does not depend on what ran before. Prompts are read a chunk at a time between decode steps, so a
-long prompt delays the running sequences by one chunk, not by the whole prompt.
+than one (``benchmarks/embedded_speed.py``). A finished request's prompt stays in its slot,
+and a new request takes the free slot that shares the most of its prompt and computes only
+the rest: a simulator session's next step re-reads its whole history, so this skips most of
+its prompt. Only whole prompt chunks are reused (chunks start at multiples of the batch
+size), so the cache holds bit for bit what reading the prompt afresh computes. Prompts are
+read a chunk at a time between decode steps, so a long prompt delays the running sequences
+by one chunk, not by the whole prompt.
 
 Sampling is greedy at temperature 0 (the argmax, as ``hf``). Above 0 it is numpy
 sampling (temperature, top-k, top-p) seeded per sample with ``seed + i``: reproducible
@@ -327,7 +327,7 @@ class LlamaCppBackend(Backend):
 
     def _release(self, req: _Request, free_slots: list[int]) -> None:
         # generated tokens were decoded a row at a time, next to other sequences: not reused
-        self._slot_tokens[req.slot] = req.tokens[: min(req.cached, len(req.tokens))]
+        self._slot_tokens[req.slot] = req.tokens[: req.cached]
         free_slots.append(req.slot)
 
     def _decode(self, rows: list[tuple[int, int, int, bool]]) -> int:
