@@ -96,12 +96,33 @@ def fidelity_prompts(count: int, tokenize, limit: int) -> list[list[dict]]:
     return out
 
 
+async def session_table(engines: dict[str, Backend], runs: list[list[list[dict]]], levels: tuple[int, ...],
+                        max_tokens: int) -> None:
+    """Print sessions tokens/s per engine and level; llama.cpp with and without its prefix cache."""
+    print(f"\nsessions: generated tokens/s, {len(runs[0])} turns a session, {max_tokens} new tokens a turn, "
+          "sessions in flight at once")
+    print(f"{'engine':<22}" + "".join(f"{f'{c} sessions':>14}" for c in levels) + "   prompt tokens from cache")
+    for name, backend in engines.items():
+        for cached in ((True, False) if isinstance(backend, LlamaCppBackend) else (False,)):
+            before = (backend.read_tokens, backend.reused_tokens) if cached else (0, 0)
+            figures = []
+            for c in levels:
+                cache(backend, cached)
+                figures.append(await sessions(backend, runs[:c], max_tokens))
+            share = ""
+            if cached:
+                read, reused = backend.read_tokens - before[0], backend.reused_tokens - before[1]
+                share = f"   {100 * reused / max(read + reused, 1):.0f}%"
+            label = f"{name}{' +cache' if cached else ''}"
+            print(f"{label:<22}" + "".join(f"{f:>14.1f}" for f in figures) + share, flush=True)
+
+
 def cache(backend: Backend, on: bool) -> None:
-    """Turn llama.cpp's prefix cache on or off between runs (and forget what it holds)."""
+    """Turn llama.cpp's prefix cache on or off and forget what it holds, so a run starts
+    cold (the sessions of one run replay those of the run before)."""
     if isinstance(backend, LlamaCppBackend):
         backend.prefix_cache = on
-        if not on:
-            backend.forget_prefixes()
+        backend.forget_prefixes()
 
 
 def main() -> None:
@@ -140,20 +161,7 @@ def main() -> None:
             await generation(backend, terminal, 1, 4)  # warm-up
             figures = [await generation(backend, terminal, c, max_tokens) for c in levels]
             print(f"{name:<16}" + "".join(f"{f:>16.1f}" for f in figures), flush=True)
-        print(f"\nsessions: generated tokens/s, {turns} turns a session, {max_tokens} new tokens a turn, "
-              "sessions in flight at once")
-        print(f"{'engine':<22}" + "".join(f"{f'{c} sessions':>14}" for c in levels) + "   prompt tokens from cache")
-        for name, backend in engines.items():
-            for cached in ((True, False) if isinstance(backend, LlamaCppBackend) else (False,)):
-                cache(backend, cached)
-                before = (backend.read_tokens, backend.reused_tokens) if cached else (0, 0)
-                figures = [await sessions(backend, runs[:c], max_tokens) for c in levels]
-                share = ""
-                if cached:
-                    read, reused = backend.read_tokens - before[0], backend.reused_tokens - before[1]
-                    share = f"   {100 * reused / max(read + reused, 1):.0f}%"
-                label = f"{name}{' +cache' if cached else ''}"
-                print(f"{label:<22}" + "".join(f"{f:>14.1f}" for f in figures) + share, flush=True)
+        await session_table(engines, runs, levels, max_tokens)
         for backend in engines.values():
             cache(backend, False)
         print("\nprompt processing tokens/s (long mcp/swe prompts, one at a time)")
