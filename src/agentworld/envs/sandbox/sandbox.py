@@ -63,6 +63,8 @@ PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
 PROC_EMPTY = ("timer_list", "sched_debug")
 PREFIX = "aw-sandbox-"
 SNAPSHOT_PREFIX = "aw-snapshot-"
+SHM = "shm"
+"""Folder of the layer shown as /dev/shm."""
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -126,7 +128,13 @@ class Sandbox:
     ):
         check_host()
         self.limits = limits or Limits()
-        self.capabilities = capabilities
+        # A fixed allow-list, whoever asks: capabilities come from shipped task templates,
+        # and a request that reaches this far with others is refused, not widened.
+        extra = sorted(set(capabilities) - set(USER_ADMIN_CAPABILITIES))
+        if extra:
+            raise ValueError(f"capabilities {extra} are not allowed in a sandbox "
+                             f"(allowed: none, or USER_ADMIN_CAPABILITIES)")
+        self.capabilities = tuple(capabilities)
         base = rootfs if isinstance(rootfs, Path) else ensure_rootfs(rootfs, build=False)
         self.rootfs = shifted_rootfs(base)
         self.hostname = hostname
@@ -173,6 +181,10 @@ class Sandbox:
             upper.mkdir()
             os.chown(upper, SANDBOX_UID, SANDBOX_UID)  # the root folder belongs to root inside
         work.mkdir()
+        shm = self.layer / SHM
+        shm.mkdir()
+        os.chown(shm, SANDBOX_UID, SANDBOX_UID)  # root's inside
+        shm.chmod(0o1777)  # sticky and world-writable, as /dev/shm is on any machine
         # nodev: a device node that lands in the layer can never be opened.
         opts = f"nodev,lowerdir={self.rootfs},upperdir={upper},workdir={work}"
         _check_call(["mount", "-t", "overlay", "overlay", "-o", opts, str(self.root)])
@@ -257,8 +269,12 @@ class Sandbox:
         ``tty=True`` keeps the caller's controlling terminal, which job control needs.
         ``ro_binds`` maps sandbox paths to host folders shown read-only there.
         """
+        # /dev is bwrap's own tmpfs, sized by nothing but RAM: it is made read-only, and
+        # /dev/shm is a folder of the layer's tmpfs, so what is put there counts against
+        # ``disk_mb`` (and shows in usage()) like any other write.
         args = ["nsenter", f"--user={self.userns}", "--", "bwrap", "--seccomp", "9", "--bind", str(self.root), "/",
-                "--dev", "/dev", "--proc", "/proc"]
+                "--dev", "/dev", "--bind", str(self.layer / SHM), "/dev/shm", "--remount-ro", "/dev",
+                "--proc", "/proc"]
         for name in PROC_READ_ONLY:
             if os.path.exists(f"/proc/{name}"):
                 args += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]

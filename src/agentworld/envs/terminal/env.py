@@ -354,6 +354,9 @@ class TerminalEnv(Env):
         return Step(obs, 0.0, False, True, {**info, "truncated_reason": reason})
 
 
+_PRIVILEGED_FIELDS = frozenset({"capabilities"})
+
+
 def _task_from(options: dict[str, Any], seed: int) -> TerminalTask:
     from agentworld.envs.terminal.tasks import TEMPLATES
 
@@ -361,6 +364,11 @@ def _task_from(options: dict[str, Any], seed: int) -> TerminalTask:
     if isinstance(task, TerminalTask):
         return task
     if isinstance(task, dict):
+        # A task spelled out in the request chooses content, never privileges: those come
+        # from the shipped templates only (a template is chosen by name).
+        if privileged := sorted(set(task) & _PRIVILEGED_FIELDS):
+            raise ValueError(f"reset option task.{privileged[0]} is not accepted from a request: privileges come "
+                             "from the shipped templates; choose one by name (options={'task': '<template>'})")
         return TerminalTask(**task)
     if isinstance(task, str):
         return TEMPLATES.get(task).instance(seed)
