@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -128,6 +129,7 @@ def _sweep_owned_dirs(base: Path, prefix: str) -> int:
                 from agentworld.envs.sandbox.limits import Cgroup
 
                 Cgroup([Path(x) for x in (folder / "cgroup").read_text().split()]).remove()
+            unmount_below(folder)  # an MCP episode's workspace tmpfs
             shutil.rmtree(folder, ignore_errors=True)
             swept += 1
     return swept
@@ -136,3 +138,19 @@ def _sweep_owned_dirs(base: Path, prefix: str) -> int:
 def forget() -> None:
     """Let the next :func:`sweep_leftovers` look again (for long-lived processes and tests)."""
     _once.cache_clear()
+
+
+def unmount_below(folder: Path) -> int:
+    """Unmount every mount at or under ``folder`` (deepest first); how many."""
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return 0
+    prefix = str(folder.resolve())
+    # /proc/mounts escapes spaces and the like in octal; our folders have none.
+    points = [line.split()[1] for line in lines if len(line.split()) > 1]
+    mine = sorted({p for p in points if p == prefix or p.startswith(prefix + "/")}, key=len, reverse=True)
+    for point in mine:
+        if subprocess.run(["umount", point], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", point], capture_output=True)
+    return len(mine)

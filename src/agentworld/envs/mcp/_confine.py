@@ -19,7 +19,9 @@ OPs (each a word and its fixed number of arguments, see :data:`ARITY`): ``stage 
 ``rw SRC DEST``, ``ln TARGET DEST``, ``file DEST TEXT``, ``dir DEST`` (a mount point bwrap
 fills), ``rlimit NAME VALUE``, ``seccomp PATH`` and ``tag NAME VALUE`` (bwrap's own
 environment: it names the owner so a later sweep can tell whose server this is; the
-server never sees it). The launcher's environment is the server's environment.
+server never sees it), ``cgroup DIR`` (joined first, while still root, so the server and
+all it starts count against the episode's limits). The launcher's environment is the
+server's environment.
 """
 
 from __future__ import annotations
@@ -50,12 +52,13 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
            f"mount {source} on {target}")
 
 
-ARITY = {"stage": 1, "user": 2, "ro": 2, "rw": 2, "ln": 2, "file": 2, "dir": 1, "rlimit": 2, "seccomp": 1, "tag": 2}
+ARITY = {"stage": 1, "user": 2, "ro": 2, "rw": 2, "ln": 2, "file": 2, "dir": 1, "rlimit": 2, "seccomp": 1, "tag": 2,
+         "cgroup": 1}
 
 
 def parse(args: list[str]) -> tuple[dict, list[str]]:
     """The plan the OPs describe, and the bwrap command line after ``--``."""
-    plan: dict = {"binds": [], "symlinks": [], "files": {}, "dirs": [], "rlimits": {}, "tag": {}}
+    plan: dict = {"binds": [], "symlinks": [], "files": {}, "dirs": [], "rlimits": {}, "tag": {}, "cgroups": []}
     i = 0
     while args[i] != "--":
         op, values = args[i], args[i + 1:i + 1 + ARITY[args[i]]]
@@ -66,6 +69,8 @@ def parse(args: list[str]) -> tuple[dict, list[str]]:
             plan["symlinks"].append(tuple(values))
         elif op == "file":
             plan["files"][values[0]] = values[1]
+        elif op == "cgroup":
+            plan["cgroups"].append(values[0])
         elif op == "dir":
             plan["dirs"].append(values[0])
         elif op == "rlimit":
@@ -127,6 +132,9 @@ def _drop(plan: dict) -> None:
 
 def main(argv: list[str]) -> None:
     plan, bwrap = parse(argv[1:])
+    for folder in plan["cgroups"]:
+        with open(os.path.join(folder, "cgroup.procs"), "w") as fh:
+            fh.write(str(os.getpid()))
     _stage(plan)
     seccomp = os.open(plan["seccomp"], os.O_RDONLY)  # opened as root: the filter lives in root's cache
     os.set_inheritable(seccomp, True)  # bwrap reads it after exec

@@ -23,6 +23,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
 from agentworld.envs.mcp.servers import Limits, ServerSpec, confined_argv, hand_over, server_env
+from agentworld.envs.sandbox.limits import Cgroup
 
 
 class McpStartError(RuntimeError):
@@ -62,11 +63,15 @@ class McpHub:
     """Start ``specs`` confined over ``workspace``; list and call their tools synchronously.
 
     ``workspace`` is handed to the servers' unprivileged user on start (see :func:`hand_over`).
+    The servers run in ``cgroup`` (the episode's, see :mod:`.episode_folder`); without one
+    the hub makes its own with ``limits`` and removes it on :meth:`close`.
     """
 
     def __init__(self, specs: list[ServerSpec], workspace: Path, *, limits: Limits = Limits(),
-                 timeout_s: float = 60.0, log_path: Path | None = None):
+                 timeout_s: float = 60.0, log_path: Path | None = None, cgroup: Cgroup | None = None):
         self.specs = specs
+        self.cgroup = cgroup
+        self._own_cgroup = False
         self.workspace = workspace
         self.limits = limits
         self.timeout_s = timeout_s
@@ -82,6 +87,9 @@ class McpHub:
     # -- lifecycle ---------------------------------------------------------------
     def start(self) -> McpHub:
         hand_over(self.workspace)
+        if self.cgroup is None:
+            self.cgroup = Cgroup.create(self.limits.cgroup_limits())
+            self._own_cgroup = self.cgroup is not None
         self._thread.start()
         ready: Future[None] = Future()
         self._lifetime = asyncio.run_coroutine_threadsafe(self._hold(ready), self._loop)
@@ -100,7 +108,8 @@ class McpHub:
             with self.log_path.open("a", encoding="utf-8") as errlog:
                 async with contextlib.AsyncExitStack() as stack:
                     for spec in self.specs:
-                        argv = confined_argv(spec, self.workspace, self.limits)
+                        dirs = tuple(self.cgroup.dirs) if self.cgroup is not None else ()
+                        argv = confined_argv(spec, self.workspace, self.limits, dirs)
                         params = StdioServerParameters(command=argv[0], args=argv[1:], env=server_env(spec))
                         read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
                         session = await stack.enter_async_context(ClientSession(read, write))
@@ -133,6 +142,9 @@ class McpHub:
             self._thread.join(timeout=5)
         if not self._loop.is_running():
             self._loop.close()
+        if self._own_cgroup and self.cgroup is not None:
+            self.cgroup.remove()  # kills whatever a server left running
+            self._own_cgroup = False
 
     def __enter__(self) -> McpHub:
         return self.start()

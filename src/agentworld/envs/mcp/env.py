@@ -8,7 +8,6 @@ refused the request). The trajectory's ``tools`` are the servers' ``tools/list``
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import weakref
 from pathlib import Path
@@ -18,6 +17,7 @@ from agentworld import tool_calls
 from agentworld.envs._owner import write_owner
 from agentworld.envs.base import Env, Reset, Step
 from agentworld.envs.mcp.client import McpHub
+from agentworld.envs.mcp.episode_folder import EpisodeFolder
 from agentworld.envs.mcp.servers import Limits, server_spec
 from agentworld.envs.mcp.versions import unversioned
 from agentworld.envs.mcp.workspace import build_workspace, describe_workspace
@@ -70,6 +70,7 @@ class McpEnv(Env):
         self._hub: McpHub | None = None
         self._tmp: Path | None = None
         self._remove_tmp: weakref.finalize | None = None
+        self._folder: EpisodeFolder | None = None
         self._context: dict[str, Any] = {}
 
     @property
@@ -85,13 +86,20 @@ class McpEnv(Env):
         if self.root:
             self.root.mkdir(parents=True, exist_ok=True)
             sweep_leftovers(self.root)  # the default folder is swept when any env starts
+        specs = [server_spec(n) for n in names]  # an unknown name fails before anything is made
         self._tmp = Path(tempfile.mkdtemp(prefix=MCP_PREFIX, dir=self.root))
-        self._remove_tmp = weakref.finalize(self, shutil.rmtree, self._tmp, ignore_errors=True)
         write_owner(self._tmp)
-        workspace = self._tmp / "workspace"
-        build_workspace(workspace, options)
-        self._hub = McpHub([server_spec(n) for n in names], workspace, limits=self.limits,
-                           timeout_s=self.timeout_s, log_path=self._tmp / "servers.log").start()
+        folder = EpisodeFolder.create(self._tmp, self.limits)
+        self._remove_tmp = weakref.finalize(self, folder.remove)
+        self._folder = folder
+        try:
+            build_workspace(folder.workspace, options, limits=self.limits, cgroup=folder.cgroup_dirs)
+            self._hub = McpHub(specs, folder.workspace, limits=self.limits, timeout_s=self.timeout_s,
+                               log_path=self._tmp / "servers.log", cgroup=folder.cgroup).start()
+        except BaseException:
+            self._teardown()  # a refused or failed reset leaves no folder, mount or cgroup
+            raise
+        workspace = folder.workspace
         state = describe_workspace(options)
         servers = "; ".join(f"{n} ({server_spec(n).description}, {self._hub.server_info[n].get('name')} "
                             f"{self._hub.server_info[n].get('version')})" for n in names)
@@ -104,6 +112,12 @@ class McpEnv(Env):
         return Reset(observation=self._context["initial_state"], info=info)
 
     def step(self, action: str) -> Step:
+        info = self._step(action)
+        if self._folder is not None and self._folder.disk_full():
+            info = info._replace(info={**info.info, "disk_full": True})
+        return info
+
+    def _step(self, action: str) -> Step:
         parsed = parse_tool_call(action)
         if isinstance(parsed, str):
             code = -32700 if parsed.startswith("Parse error") else -32602
@@ -126,6 +140,7 @@ class McpEnv(Env):
             self._remove_tmp()  # removes the folder once, whoever calls first
             self._remove_tmp = None
             self._tmp = None
+            self._folder = None
 
     def close(self) -> None:
         self._teardown()

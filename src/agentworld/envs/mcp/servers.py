@@ -19,8 +19,12 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
+
+if TYPE_CHECKING:
+    from agentworld.envs.sandbox.limits import Limits as SandboxLimits
 
 WORKSPACE = "/workspace"
 """Where the episode workspace appears inside every server's sandbox."""
@@ -169,6 +173,9 @@ def _readability_js_installed() -> bool:
 
 @dataclass(frozen=True)
 class Limits:
+    """What an episode's servers may use: per process (rlimits) and all together (one
+    cgroup per episode, which the workspace's git setup runs in too)."""
+
     cpu_s: int = 120
     """CPU seconds per server process."""
     file_mb: int = 64
@@ -176,6 +183,20 @@ class Limits:
     open_files: int = 1024
     tmp_mb: int = 64
     """Size of the server's private ``/tmp`` (memory-backed)."""
+    memory_mb: int = 1536
+    """All of an episode's server processes together (Node servers take ~60 MB each)."""
+    pids: int = 256
+    """Processes and threads of an episode's servers alive at once (a Node server runs ~11)."""
+    cpus: float = 1.0
+    """CPU share of an episode's servers together, in cores."""
+    disk_mb: int = 256
+    """Size of the episode's workspace (a tmpfs: the servers' writes never reach the host disk)."""
+
+    def cgroup_limits(self) -> SandboxLimits:
+        """The episode cgroup's limits, in the sandbox's terms."""
+        from agentworld.envs.sandbox.limits import Limits as SandboxLimits
+
+        return SandboxLimits(memory_mb=self.memory_mb, pids=self.pids, cpus=self.cpus)
 
 
 SERVER_UID = SERVER_GID = 65534
@@ -199,20 +220,25 @@ _STAGES = ("/srv", "/media", "/mnt", "/opt")
 """Root-owned host folders the launcher may mount the sandbox tree over, in its private namespace."""
 
 
-def confined_argv(spec: ServerSpec, workspace: Path, limits: Limits = Limits()) -> list[str]:
+def confined_argv(spec: ServerSpec, workspace: Path, limits: Limits = Limits(),
+                  cgroup: tuple[Path, ...] = ()) -> list[str]:
     """The command line that runs ``spec`` confined, over ``workspace`` (see :mod:`._confine`).
 
     The server runs as :data:`SERVER_UID` with no capabilities, under the shared seccomp
     filter, in new user, PID, IPC, UTS and network namespaces (loopback only). It sees a
     read-only tree holding only the system folders, its runtime and package, a few
     generated ``/etc`` files and ``/workspace`` (the one writable host folder), plus a
-    private ``/tmp``. Run it with :func:`server_env` as its environment.
+    private ``/tmp``. The launcher joins the ``cgroup`` folders first, so the server and
+    everything it starts count against the episode's memory, process and CPU limits.
+    Run it with :func:`server_env` as its environment.
     """
     from agentworld.envs._owner import OWNER_VAR, token
     from agentworld.envs.sandbox.seccomp import filter_path
 
     ops = ["stage", _stage_dir(), "user", str(SERVER_UID), str(SERVER_GID),
            "seccomp", str(filter_path()), "tag", OWNER_VAR, token()]
+    for d in cgroup:
+        ops += ["cgroup", str(d)]
     for src, dest in _readonly_binds(spec):
         ops += ["ro", src, dest]
     ops += ["rw", str(workspace), WORKSPACE]
