@@ -172,6 +172,22 @@ async def test_the_token_is_the_api_key(token_server: str) -> None:
     assert r.status_code == 413 and r.json()["error"]["type"] == "too_large" and "65536" in r.json()["error"]["message"]
 
 
+
+def test_foreign_origin_and_rebinding_host_get_openai_shaped_403s(token_server: str) -> None:
+    """A web page (its Origin) or a rebinding name (its Host) is refused before the token
+    is even looked at, in the OpenAI error shape; the same request from a client is served."""
+    body, auth = {"model": "wm", "messages": _msgs("echo beta")}, {"Authorization": "Bearer tok-123"}
+    port = token_server.rsplit(":", 1)[1]
+    for headers in ({"Origin": "http://evil.example"}, {"Host": f"evil.example:{port}"}):
+        r = httpx.post(f"{token_server}/v1/chat/completions", json=body, headers={**auth, **headers})
+        assert r.status_code == 403 and r.json()["error"]["type"] in ("forbidden_origin", "forbidden_host"), headers
+        assert "--allow-" in r.json()["error"]["message"]
+    # Host is checked on /health too; a probe (no Origin, its own Host) still reads it.
+    assert httpx.get(f"{token_server}/health", headers={"Host": f"evil.example:{port}"}).status_code == 403
+    assert httpx.get(f"{token_server}/health").status_code == 200
+    assert httpx.post(f"{token_server}/v1/chat/completions", json=body, headers=auth).status_code == 200
+
+
 @pytest.fixture(scope="module")
 def malformed_server(store: Path) -> Iterator[str]:
     yield from _serve(

@@ -1,9 +1,19 @@
-"""What every agentworld server does the same way: bearer tokens, request size limits, uvicorn.
+"""What every agentworld server does the same way: Host and Origin checks, bearer tokens,
+request size limits, uvicorn.
 
-``agentworld serve`` (OpenAI-compatible), ``agentworld sim serve`` (HTTP/WebSocket) and
-``agentworld sim mcp --transport http`` all sit behind :class:`RequestGuard`, an ASGI
-middleware that
+``agentworld serve`` (OpenAI-compatible), ``agentworld sim serve`` and ``agentworld env
+serve`` (HTTP/WebSocket) and ``agentworld sim mcp --transport http`` all sit behind
+:class:`RequestGuard`, an ASGI middleware that, in this order,
 
+- refuses with 403 (HTTP) or a refused handshake (WebSocket) a request whose ``Host``
+  header is missing or names a host the server is not reached at
+  (:attr:`ServerPolicy.allowed_hosts`): a hostile name resolving to 127.0.0.1 (DNS
+  rebinding) gets nothing, not even ``/health``;
+- refuses the same way a request whose ``Origin`` header is present and is neither the
+  server's own origin (the scheme and ``Host`` the request came with) nor listed in
+  :attr:`ServerPolicy.allowed_origins`: a web page of another origin cannot drive the
+  server over WebSocket or "simple" cross-origin POSTs. Requests without ``Origin``
+  (curl, Python clients, other servers) pass this check;
 - refuses a request without the configured bearer token with 401 (HTTP) or a refused
   handshake (WebSocket), comparing in constant time; paths in ``open_paths`` (``/health``,
   for liveness probes and readiness polling) stay open;
@@ -13,18 +23,25 @@ middleware that
 
 WebSocket messages are capped by uvicorn (``ws_max_size``, see :func:`uvicorn_config`);
 the simulator answers messages over its own limit with an error frame.
+
+:meth:`ServerPolicy.for_bind` builds the policy of a server bound to an address, and refuses
+a bind beyond loopback without a token; :func:`uvicorn_config` refuses it too.
 """
 
 from __future__ import annotations
 
+import functools
 import hmac
+import ipaddress
 import json
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 TOKEN_ENV = "AGENTWORLD_TOKEN"
 DEFAULT_MAX_REQUEST_BYTES = 1 << 20
@@ -36,14 +53,130 @@ WS_HARD_FACTOR = 4
 #: client gets to read its 413; past it the connection is simply closed
 DRAIN_FACTOR = 32
 
+#: The names a loopback server is reached at (the ``Host`` header, port aside).
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+#: Bind addresses meaning every interface of the machine.
+WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
 Scope = dict[str, Any]
 Receive = Callable[[], Any]
 Send = Callable[[dict[str, Any]], Any]
 
 
+class PolicyError(ValueError):
+    """A server configuration that is refused (a public bind without a token, a bad
+    ``--allow-host`` or ``--allow-origin``), with what to do instead."""
+
+    def __init__(self, message: str, hint: str):
+        super().__init__(message)
+        self.hint = hint
+
+
+def split_host(value: str) -> tuple[str, int | None] | None:
+    """``host[:port]`` (a ``Host`` header, ``[::1]:8000``) as the lower-case name (IP
+    addresses in their canonical form, IPv6 without brackets) and the port, or None when
+    malformed."""
+    value = value.strip().lower()
+    port: str | None = None
+    if value.startswith("["):
+        name, sep, rest = value[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            return None
+        port = rest[1:] if rest else None
+    elif value.count(":") > 1:  # a bare IPv6 address (an --allow-host value)
+        name = value
+    else:
+        name, sep, port_text = value.partition(":")
+        port = port_text if sep else None
+    if not name or (port is not None and not (port.isdigit() and 0 < int(port) < 65536)):
+        return None
+    try:
+        name = str(ipaddress.ip_address(name))
+    except ValueError:
+        if not all(c.isalnum() or c in "-._" for c in name):
+            return None
+    return name, int(port) if port is not None else None
+
+
+def normalize_origin(value: str) -> str | None:
+    """An origin as ``scheme://host[:port]`` (lower case, default port left out), or None
+    when ``value`` is not an http(s) origin (``null``, a path, credentials...)."""
+    try:
+        parts = urlsplit(value.strip())
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or parts.path not in ("", "/") or parts.query or parts.fragment or "@" in parts.netloc:
+        return None
+    hostport = split_host(parts.netloc)
+    if hostport is None:
+        return None
+    name, port = hostport
+    shown = f"[{name}]" if ":" in name else name
+    return f"{scheme}://{shown}" + (f":{port}" if port is not None and port != _DEFAULT_PORTS[scheme] else "")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` serves this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@functools.lru_cache(maxsize=256)
+def is_local_address(name: str) -> bool:
+    """Whether ``name`` is an IP address of one of this machine's interfaces (a socket
+    can be bound to it). Host names are not: they need ``--allow-host``."""
+    try:
+        ip = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    if ip.is_loopback:
+        return True
+    if ip.is_unspecified or ip.is_multicast:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6 if ip.version == 6 else socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.bind((name, 0))
+    except OSError:
+        return False
+    return True
+
+
+def _host_names(values: Iterable[str]) -> frozenset[str]:
+    names = set()
+    for value in values:
+        parsed = split_host(value) if value.strip() != "*" else None
+        if parsed is None:
+            raise PolicyError(f"not a host name: {value!r}", "give --allow-host a name or address the "
+                              "server is reached at, e.g. agentworld.example.org (no wildcards)")
+        names.add(parsed[0])
+    return frozenset(names)
+
+
+def _origins(values: Iterable[str]) -> frozenset[str]:
+    origins = set()
+    for value in values:
+        origin = normalize_origin(value)
+        if origin is None:
+            hint = ("'*' is not supported: it would let every web page drive the server; list each trusted origin"
+                    if value.strip() == "*" else "give --allow-origin a scheme://host[:port] origin, e.g. http://ui.local:8080")
+            raise PolicyError(f"not an http(s) origin: {value!r}", hint)
+        origins.add(origin)
+    return frozenset(origins)
+
+
 @dataclass(frozen=True)
 class ServerPolicy:
-    """Access and size rules shared by the servers (one value per server process)."""
+    """Access and size rules shared by the servers (one value per server process).
+
+    The default admits loopback names only (``localhost``, ``127.0.0.1``, ``[::1]``) and no
+    foreign origin; :meth:`for_bind` is the policy of a server bound to a given address.
+    """
 
     token: str | None = None
     """Bearer token every request must carry; None leaves the server open."""
@@ -54,16 +187,94 @@ class ServerPolicy:
     openai_errors: bool = False
     """Refusals in the OpenAI wire shape (``{"error": {"message", "type", "code"}}``), which
     OpenAI clients show; otherwise the simulator's (``{"error": code, "message", "hint"}``)."""
+    allowed_hosts: frozenset[str] = LOOPBACK_NAMES
+    """Names the ``Host`` header may carry, port aside (``[::1]`` is ``::1``): the names the
+    server is bound to and reached at. Any other gets 403 (DNS rebinding)."""
+    local_addresses: bool = False
+    """Also admit every IP address of this machine as ``Host`` (a 0.0.0.0 or :: bind)."""
+    allowed_origins: frozenset[str] = frozenset()
+    """Origins (``scheme://host[:port]``) whose browser pages may call the server, besides
+    its own; a request with any other ``Origin`` gets 403. No wildcard."""
 
     def __post_init__(self) -> None:
         if self.max_request_bytes < 1:
             raise ValueError("max_request_bytes must be positive")
         if self.token is not None and not self.token.strip():
             raise ValueError("the token is empty")
+        # Normalized once, so lists, sets and written forms ([::1], HTTP://X:80) all work.
+        object.__setattr__(self, "allowed_hosts", _host_names(self.allowed_hosts))
+        object.__setattr__(self, "allowed_origins", _origins(self.allowed_origins))
+
+    @classmethod
+    def for_bind(cls, host: str, *, allow_hosts: Iterable[str] = (), allow_origins: Iterable[str] = (),
+                 **kw: Any) -> ServerPolicy:
+        """The policy of a server bound to ``host``: a loopback bind admits the loopback
+        names, a specific address that address, a wildcard bind (0.0.0.0, ::) the loopback
+        names and every address of this machine; ``allow_hosts`` adds names (behind a
+        proxy), ``allow_origins`` trusted browser origins. Raises :class:`PolicyError` for
+        a bind beyond loopback without a token."""
+        policy = cls(allowed_hosts=frozenset(_bound_names(host)) | _host_names(allow_hosts),
+                     local_addresses=host.strip() in WILDCARD_BINDS, allowed_origins=_origins(allow_origins), **kw)
+        check_bind(host, policy)
+        return policy
+
+    def refusal(self, scope: Scope) -> dict[str, Any] | None:
+        """Why a request is refused before its token is even looked at (a 403 body: a Host
+        the server is not reached at, a foreign Origin), or None."""
+        host = origin = None
+        for name, value in scope.get("headers", []):
+            name = name.lower()
+            if name == b"host" and host is None:
+                host = value.decode("latin-1")
+            elif name == b"origin" and origin is None:
+                origin = value.decode("latin-1")
+        openai = self.openai_errors
+        if host is None:
+            return error_body(403, "forbidden_host", "request without a Host header",
+                              "send the Host header (HTTP/1.1 requires it)", openai=openai)
+        parsed = split_host(host)
+        if parsed is None or not self.host_ok(parsed[0]):
+            return error_body(403, "forbidden_host", f"Host {host[:200]!r} is not a name this server is reached at",
+                              "reach it at the address it is bound to, or start it with --allow-host NAME "
+                              "for a name it is served under (e.g. behind a proxy)", openai=openai)
+        if origin is not None:
+            scheme = {"ws": "http", "wss": "https"}.get(scope.get("scheme", "http"), scope.get("scheme", "http"))
+            given = normalize_origin(origin)
+            if given is None or (given != normalize_origin(f"{scheme}://{host}") and given not in self.allowed_origins):
+                return error_body(403, "forbidden_origin", f"cross-origin request from {origin[:200]!r} refused",
+                                  "web pages of other origins may not call this server; if you trust that page, "
+                                  "start the server with --allow-origin ORIGIN", openai=openai)
+        return None
+
+    def host_ok(self, name: str) -> bool:
+        """Whether a ``Host`` name (lower case, no port) is one the server is reached at."""
+        return name in self.allowed_hosts or (self.local_addresses and is_local_address(name))
 
     @property
     def ws_max_size(self) -> int:
         return self.max_request_bytes * WS_HARD_FACTOR
+
+
+def _bound_names(host: str) -> set[str]:
+    host = host.strip()
+    if is_loopback(host):
+        parsed = split_host(host)
+        return set(LOOPBACK_NAMES) | ({parsed[0]} if parsed else set())
+    if host in WILDCARD_BINDS:
+        return set(LOOPBACK_NAMES)
+    parsed = split_host(host)
+    if parsed is None:
+        raise PolicyError(f"not a bind address: {host!r}", "pass --host an address or name of this machine, e.g. 127.0.0.1")
+    return {parsed[0]}
+
+
+def check_bind(host: str, policy: ServerPolicy) -> None:
+    """Refuse (:class:`PolicyError`) serving ``host`` beyond loopback without a token."""
+    if policy.token is None and not is_loopback(host):
+        where = "every interface" if host.strip() in WILDCARD_BINDS else host
+        raise PolicyError(f"refusing to serve on {where} without a token: anyone who can reach it could use it",
+                          f"pass --token SECRET or set ${TOKEN_ENV} (clients send 'Authorization: Bearer SECRET'), "
+                          "or bind 127.0.0.1")
 
 
 def resolve_token(option: str | None) -> str | None:
@@ -110,6 +321,9 @@ class RequestGuard:
         kind = scope["type"]
         if kind not in ("http", "websocket"):
             return await self.app(scope, receive, send)
+        # Host and Origin first, on every path (/health too): a rebinding page reads nothing.
+        if (forbidden := self.policy.refusal(scope)) is not None:
+            return await _refuse(scope, receive, send, 403, forbidden)
         token = self.policy.token
         if token is not None and scope.get("path") not in self.policy.open_paths and not bearer_ok(scope.get("headers", []), token):
             return await self._unauthorized(scope, receive, send)
@@ -180,17 +394,25 @@ class RequestGuard:
         body = error_body(401, "unauthorized", "missing or wrong bearer token",
                           f"send 'Authorization: Bearer <token>' (the server's --token or ${TOKEN_ENV})",
                           openai=self.policy.openai_errors)
-        if scope["type"] == "http":
-            await _send_json(send, 401, body, [(b"www-authenticate", b'Bearer realm="agentworld"')])
-            return
-        await receive()  # websocket.connect
-        if "websocket.http.response" in scope.get("extensions", {}):
-            data = json.dumps(body).encode()
-            await send({"type": "websocket.http.response.start", "status": 401,
-                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
-            await send({"type": "websocket.http.response.body", "body": data})
-        else:
-            await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
+        await _refuse(scope, receive, send, 401, body, [(b"www-authenticate", b'Bearer realm="agentworld"')])
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, body: dict[str, Any],
+                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    """Answer ``status`` with ``body``: an HTTP response, or a refused WebSocket handshake
+    (an HTTP answer where the server supports it, else close 1008 before accepting)."""
+    if scope["type"] == "http":
+        await _send_json(send, status, body, headers)
+        return
+    await receive()  # websocket.connect
+    if "websocket.http.response" in scope.get("extensions", {}):
+        data = json.dumps(body).encode()
+        await send({"type": "websocket.http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+        await send({"type": "websocket.http.response.body", "body": data})
+    else:
+        reason = body["error"] if isinstance(body["error"], str) else body["error"]["type"]
+        await send({"type": "websocket.close", "code": 1008, "reason": reason})
 
 
 def guarded(app: Any, policy: ServerPolicy) -> Any:
@@ -200,8 +422,11 @@ def guarded(app: Any, policy: ServerPolicy) -> Any:
 
 def uvicorn_config(app: Any, *, host: str, port: int, policy: ServerPolicy, log_level: str = "warning", **kw: Any) -> Any:
     """The uvicorn configuration every agentworld server runs with: the WebSocket message
-    cap and a bounded graceful shutdown (open sessions are saved, hung ones not waited for)."""
+    cap and a bounded graceful shutdown (open sessions are saved, hung ones not waited for).
+    A bind beyond loopback without a token raises :class:`PolicyError`."""
     import uvicorn
+
+    check_bind(host, policy)
 
     kw.setdefault("ws", "websockets-sansio")
     kw.setdefault("timeout_graceful_shutdown", 5)

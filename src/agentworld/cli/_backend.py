@@ -82,11 +82,18 @@ def open_cache(path: Path | None, mode: str):
         raise fail(str(exc), "run once with --cache-mode rw to fill it") from None
 
 
-def server_policy(token: str | None, max_request_bytes: int) -> Any:
-    """The bearer token (``--token`` or ``$AGENTWORLD_TOKEN``) and request size limit of a server."""
-    from agentworld.serving import ServerPolicy, resolve_token
+def server_policy(token: str | None, max_request_bytes: int, *, host: str, allow_hosts: list[str] | None = None,
+                  allow_origins: list[str] | None = None) -> Any:
+    """The policy of a server bound to ``host``: the Host names and Origins it admits
+    (``--allow-host``, ``--allow-origin``), the bearer token (``--token`` or
+    ``$AGENTWORLD_TOKEN``) and the request size limit. A bind beyond loopback without a
+    token is refused here, before anything is loaded."""
+    from agentworld.serving import PolicyError, ServerPolicy, resolve_token
 
     try:
-        return ServerPolicy(token=resolve_token(token), max_request_bytes=max_request_bytes)
+        return ServerPolicy.for_bind(host, allow_hosts=allow_hosts or (), allow_origins=allow_origins or (),
+                                     token=resolve_token(token), max_request_bytes=max_request_bytes)
+    except PolicyError as exc:
+        raise fail(str(exc), exc.hint) from None
     except ValueError as exc:
         raise fail(str(exc), "--max-request-bytes takes a positive byte count; --token a non-empty string") from None

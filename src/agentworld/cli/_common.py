@@ -50,6 +50,17 @@ RayCpusOpt = Annotated[float, typer.Option("--ray-cpus", min=0.01, help="--execu
 RayMemoryOpt = Annotated[int | None, typer.Option("--ray-memory-mb", min=1, help="--executor ray: memory (MiB) each episode task or model actor reserves.")]
 
 
+# Who may reach a server: shared by every serve command (agentworld serve, sim serve, sim mcp, env serve).
+AllowHostOpt = Annotated[list[str] | None, typer.Option("--allow-host", metavar="NAME", help=(
+    "Another name clients reach the server at (the Host header, e.g. behind a proxy); repeatable. Admitted "
+    "already: the bound address, and for a loopback bind localhost, 127.0.0.1 and [::1]; others get 403 "
+    "(DNS rebinding). No wildcards."))]
+AllowOriginOpt = Annotated[list[str] | None, typer.Option("--allow-origin", metavar="ORIGIN", help=(
+    "A web origin (scheme://host[:port], e.g. http://ui.local:8080) whose browser pages may call the server; "
+    "repeatable. Requests with any other Origin header get 403; requests without one (curl, Python clients) "
+    "are not affected. '*' is not supported."))]
+
+
 def executor_config(executor: str = "local", ray_address: str = "auto", ray_workers: int | None = None,
                     ray_cpus: float = 1.0, ray_memory_mb: int | None = None) -> Any:
     """The executor options as an :class:`~agentworld.executors.ExecutorConfig`; with

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from agentworld.cli._backend import server_policy
-from agentworld.cli._common import console, fail, out
+from agentworld.cli._common import AllowHostOpt, AllowOriginOpt, console, fail, out
 from agentworld.cli.sim import MAX_REQUEST_BYTES, TOKEN
 
 app = typer.Typer(help="Real environments: list them, serve one over HTTP/WebSocket (OpenEnv's protocol).",
@@ -65,12 +65,15 @@ def serve(
     record: Path = typer.Option(None, "--record", help="Append every finished session's trajectory to this JSONL "
                                 "(open sessions too, on SIGINT/SIGTERM)."),
     token: str = TOKEN, max_request_bytes: int = MAX_REQUEST_BYTES,
+    allow_host: AllowHostOpt = None, allow_origin: AllowOriginOpt = None,
 ) -> None:
     """Serve a real environment, one instance per session: OpenEnv's WebSocket protocol at /ws
     (openenv-core clients drive it unchanged), HTTP /reset /step /state /close with sessions."""
     env_id = resolve_env_id(env)
     if env_id in SIMULATED:
         raise fail(f"{env_id} is the simulator", f"serve it with `{SIMULATED[env_id]}`")
+    # Refused binds (beyond loopback without a token) fail before any environment is made.
+    policy = server_policy(token, max_request_bytes, host=host, allow_hosts=allow_host, allow_origins=allow_origin)
     from agentworld import serving
     from agentworld.sim.inputs import SetupError
     from agentworld.sim.run import make_real_env, parse_env_json
@@ -86,7 +89,6 @@ def serve(
         raise fail("--max-sessions and --max-inflight must be >= 1, --max-waiting >= 0, --idle-timeout > 0")
     limits = Limits(max_sessions=max_sessions, max_inflight=max_inflight, max_waiting=max_waiting, idle_timeout_s=idle_timeout)
     sessions = EnvSessions(lambda _sid: make_real_env(env_id, kwargs), env_id=env_id, limits=limits, record=record)
-    policy = server_policy(token, max_request_bytes)
     auth = "bearer token required" if policy.token else "no token"
     console.print(f"serving [bold]{env_id}[/] on http://{host}:{port} (WebSocket /ws, {auth}, up to {max_sessions} sessions)")
     # The app's shutdown closes, and so records, every open session.

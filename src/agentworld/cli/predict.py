@@ -10,7 +10,7 @@ import typer
 from rich.panel import Panel
 
 from agentworld.cli._backend import BackendOpt, OptsOpt, load_cli_backend, open_cache, server_policy
-from agentworld.cli._common import console, fail, out
+from agentworld.cli._common import AllowHostOpt, AllowOriginOpt, console, fail, out
 
 app = typer.Typer(
     help="Predict the next observation for an action, or run an interactive simulated session.",
@@ -193,13 +193,14 @@ def serve(
     log_level: str = typer.Option("warning", "--log-level"),
     token: str = typer.Option(None, "--token", help="Bearer token clients must send as their API key (default: $AGENTWORLD_TOKEN; unset: open)."),
     max_request_bytes: int = typer.Option(1 << 20, "--max-request-bytes", help="Largest request body (413 past it)."),
+    allow_host: AllowHostOpt = None, allow_origin: AllowOriginOpt = None,
 ) -> None:
     """Serve a world model at an OpenAI-compatible /v1/chat/completions endpoint."""
     from agentworld.models.serve import create_app, run_server
 
     if not 0.0 <= fail_rate < 1.0:
         raise fail("--fail-rate must be in [0, 1)")
-    policy = server_policy(token, max_request_bytes)
+    policy = server_policy(token, max_request_bytes, host=host, allow_hosts=allow_host, allow_origins=allow_origin)
     if fault not in ("http", "malformed", "mixed") or delay < 0:
         raise fail(f"bad --fault {fault!r} or --delay {delay}", "--fault is http, malformed or mixed; --delay is seconds >= 0")
     instance = load_cli_backend(backend, opt)

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from agentworld.cli._backend import BackendOpt, OptsOpt, backend_spec, open_backend, open_cache, server_policy, with_defaults
-from agentworld.cli._common import console, fail, out
+from agentworld.cli._common import AllowHostOpt, AllowOriginOpt, console, fail, out
 
 T = TypeVar("T")
 
@@ -87,9 +87,11 @@ def serve(
     record: Path = typer.Option(None, "--record", help="Append every finished session's trajectory to this JSONL "
                                 "(open sessions too, on SIGINT/SIGTERM)."),
     token: str = TOKEN, max_request_bytes: int = MAX_REQUEST_BYTES,
+    allow_host: AllowHostOpt = None, allow_origin: AllowOriginOpt = None,
 ) -> None:
     """Serve sessions over HTTP (/reset /step /state /close) and WebSocket (/ws), OpenEnv style."""
     model_spec = backend_spec(backend, opt)
+    policy = server_policy(token, max_request_bytes, host=host, allow_hosts=allow_host, allow_origins=allow_origin)
     from agentworld import serving
     from agentworld.sim.server import create_app
     from agentworld.sim.sessions import Limits, SessionManager
@@ -101,7 +103,6 @@ def serve(
     limits = Limits(max_sessions=max_sessions, max_inflight=max_inflight, max_waiting=max_waiting)
     manager = SessionManager(wm, sc, perturbations=spec, config=_gen(temperature, max_tokens),
                              limits=limits, resample=resample, record=record)
-    policy = server_policy(token, max_request_bytes)
     auth = "bearer token required" if policy.token else "no token"
     console.print(f"simulating [bold]{sc.domain}[/] scenario {sc.id!r} with {wm.model_id} on http://{host}:{port} ({auth})")
     # The app's shutdown closes, and so records, every open session.
@@ -120,6 +121,7 @@ def mcp(
     max_history: int = typer.Option(50, "--max-history", help="Turns kept in each prompt (the ledger keeps the rest)."),
     max_clients: int = typer.Option(256, "--max-clients", help="Client environments held; the least recently used is ended past it."),
     token: str = TOKEN, max_request_bytes: int = MAX_REQUEST_BYTES,
+    allow_host: AllowHostOpt = None, allow_origin: AllowOriginOpt = None,
 ) -> None:
     """Serve the scenario's tools as an MCP server whose results come from the world model."""
     model_spec = backend_spec(backend, opt)
@@ -128,13 +130,15 @@ def mcp(
     from agentworld.sim.mcp_facade import SimulatedToolServer
     from agentworld.sim.serve import serve_stdio, trajectory_appender
 
-    sc = _setup(scenario=scenario, trajectory=trajectory, record_id=record_id, tools=tools).scenario
-    spec = _perturbations(perturbations)
     if transport not in ("stdio", "http"):
         raise fail(f"unknown transport {transport!r}", "use stdio or http")
+    # Host, Origin and token rules are the HTTP transport's (stdio has no network side).
+    policy = server_policy(token, max_request_bytes, host=host, allow_hosts=allow_host, allow_origins=allow_origin) \
+        if transport == "http" else None
+    sc = _setup(scenario=scenario, trajectory=trajectory, record_id=record_id, tools=tools).scenario
+    spec = _perturbations(perturbations)
     if max_history < 0 or max_clients < 1:
         raise fail("--max-history must be >= 0 and --max-clients >= 1")
-    policy = server_policy(token, max_request_bytes)
     wm = _world_model(model_spec, cache, cache_mode, domain=sc.domain)
     try:
         facade = SimulatedToolServer(SimEnv(wm, sc, perturbations=spec, resample=resample), seed=seed,
@@ -148,7 +152,7 @@ def mcp(
         serve_stdio(facade)
     else:
         console.print(f"MCP (streamable HTTP) on http://{host}:{port}/mcp with {len(facade.tools)} simulated tools")
-        serving.run(serving.guarded(facade.http_app(host=host), policy), host=host, port=port, policy=policy,
+        serving.run(facade.http_app(host=host, policy=policy), host=host, port=port, policy=policy,
                     on_exit=facade.close_all)
 
 

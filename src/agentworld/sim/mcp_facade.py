@@ -26,6 +26,7 @@ from mcp.server.lowlevel.server import Server
 
 from agentworld.domains.toolcall import result_payload
 from agentworld.records.trajectory import Trajectory
+from agentworld.serving import ServerPolicy
 from agentworld.sim.env import SimEnv
 
 
@@ -187,7 +188,19 @@ class SimulatedToolServer:
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
 
-    def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
-        """A Starlette app serving streamable HTTP at ``path`` (run it with uvicorn; put it
-        behind :class:`agentworld.serving.RequestGuard` for tokens and size limits)."""
-        return self.server.streamable_http_app(streamable_http_path=path, host=host)
+    def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", policy: ServerPolicy | None = None) -> Any:
+        """A Starlette app serving streamable HTTP at ``path`` (run it with uvicorn).
+
+        With ``policy`` the app sits behind :class:`agentworld.serving.RequestGuard`, which
+        checks Host, Origin, token and size (one set of rules for every agentworld server:
+        the SDK's own Host/Origin check is off, so ``--allow-host`` and ``--allow-origin``
+        mean the same here). Without, the SDK's check stands (loopback hosts only for a
+        loopback ``host``; none at all for a wildcard bind)."""
+        if policy is None:
+            return self.server.streamable_http_app(streamable_http_path=path, host=host)
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        from agentworld.serving import guarded
+
+        off = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        return guarded(self.server.streamable_http_app(streamable_http_path=path, host=host, transport_security=off), policy)

@@ -23,7 +23,9 @@ WebSocket ``/ws``: one connection is one session; messages are
 gets an error frame and the connection stays usable.
 Refusals (session cap, busy, unknown session, bad input, too large) carry a stable
 ``error`` code, a message and a hint. Every endpoint but ``/health`` needs the bearer
-token when the server has one (:mod:`agentworld.serving`). On shutdown every open
+token when the server has one; every endpoint, ``/ws`` and ``/health`` included, refuses
+a ``Host`` the server is not reached at and a foreign ``Origin`` with 403 (a refused
+handshake for ``/ws``) before anything is opened (:mod:`agentworld.serving`). On shutdown every open
 session is closed, so ``--record`` keeps them.
 """
 
@@ -127,8 +129,9 @@ def step_payload(res: Step) -> dict[str, Any]:
 
 def create_app(manager: EnvSessions, policy: ServerPolicy | None = None) -> FastAPI:
     """The server app over ``manager``'s sessions (the simulator's :class:`SessionManager`
-    or a real environment's :class:`EnvSessions`); ``policy`` sets the bearer token and
-    the request size limit."""
+    or a real environment's :class:`EnvSessions`); ``policy`` sets the admitted Host names
+    and Origins, the bearer token and the request size limit (default: loopback names, no
+    foreign origin, no token)."""
     policy = policy or ServerPolicy()
 
     @asynccontextmanager
