@@ -187,8 +187,9 @@ env = WebEnv()
 env.reset(options={"start_url": "http://docs.test/index.html"})
 pids = [p.pid for p in env.sites._procs if p.args[0] != "unshare"]  # the namespace holder exits by itself
 jail = env._browser.jail
-print(json.dumps({"pids": pids, "dir": str(env.sites.dir), "jail": str(jail.dir),
-                  "cgroups": [str(d) for d in jail.cgroup.dirs]}), flush=True)
+jails = [jail, *env.sites.jails.values()]  # the browser's and each site server's
+print(json.dumps({"pids": pids, "dir": str(env.sites.dir), "jails": [str(j.dir) for j in jails],
+                  "cgroups": [str(d) for j in jails for d in j.cgroup.dirs]}), flush=True)
 time.sleep(600)
 """
 
@@ -207,11 +208,13 @@ def test_a_killed_run_is_swept(tmp_path):
     tagged = _tagged_pids(child.pid)
     assert set(info["pids"]) <= tagged  # the servers outlive their owner until a sweep
     report = sweep_now(tmp_path)
-    assert report.web_dirs == 2 and report.processes >= len(info["pids"])  # the sites' folder and the browser jail's
+    # The sites' folder, the browser jail's and the three site servers' jails.
+    assert report.web_dirs == 5 and report.processes >= len(info["pids"])
     deadline = time.monotonic() + 10
     while _tagged_pids(child.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _tagged_pids(child.pid) and not Path(info["dir"]).exists() and not Path(info["jail"]).exists()
+    assert not _tagged_pids(child.pid) and not Path(info["dir"]).exists()
+    assert not any(Path(d).exists() for d in info["jails"])
     assert not any(Path(d).exists() for d in info["cgroups"])
 
 

@@ -13,6 +13,17 @@ loopback on free ports), so nothing outside is reachable whatever the browser is
 The browser maps each name to its server's port (``host_rules``), so recorded URLs never
 show a port. Processes are tagged with the owner variable, so a sweep after a kill ends
 them (:mod:`agentworld.envs.sweep`); their folder carries an owner record for the same reason.
+
+Each server runs in a jail of its own (:class:`~agentworld.envs.web.jail.Jail`, as the
+browser does): host uid :data:`~agentworld.envs.web.jail.SITES_UID`, no capabilities, the
+os sandboxes' seccomp filter, an environment of PATH, HOME, TMPDIR and LANG only, a cgroup
+(:data:`SITE_LIMITS`) and a read-only filesystem: the system folders, the interpreter's
+installation, the site's data (the database, Datasette's template and plugin folders,
+shown at :data:`DATA`) and its own empty ``/tmp``. Datasette opens the database immutable
+(read-only, no locking) and its SQLite connections refuse any string or blob over
+:data:`MAX_VALUE_BYTES`, so a query that builds a huge value fails at once; a query that
+still outgrows the cgroup's memory kills only that server, which its jail restarts. A
+server's log is a descriptor the host opened: the host never reads a path a server wrote.
 """
 
 from __future__ import annotations
@@ -36,12 +47,39 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agentworld.envs._owner import OWNER_VAR, token, write_owner
+from agentworld.envs.sandbox.errors import SandboxUnavailable
+from agentworld.envs.sandbox.limits import Limits
 from agentworld.envs.sweep import WEB_PREFIX
+from agentworld.envs.web.jail import PATH, SITES_UID, Jail
 
 DOCS_DIR = Path("/usr/share/doc/python3.11/html")
 """Debian's Python documentation (apt package ``python3.11-doc``)."""
 PAGE_SIZE = 10
 """Datasette rows per page: long tables paginate, and a page's tree stays readable."""
+SITE_LIMITS = Limits(memory_mb=384, pids=128, cpus=1.0, cpu_seconds=86_400, file_size_mb=256, nofile=1024)
+"""Each server's jail: a server lives as long as its sites (a whole collection), so the
+per-process CPU seconds are a day; the cgroup's CPU share bounds it meanwhile."""
+NPROC_ALL_SITES = 4096
+"""RLIMIT_NPROC of :data:`SITES_UID` (every site server of the machine together: a backstop)."""
+MAX_VALUE_BYTES = 1_000_000
+"""Longest string or blob Datasette's SQLite builds (``SQLITE_LIMIT_LENGTH``); the
+database's own values are far shorter."""
+DATA = "/data"
+"""Where a server sees its site's data folder (read-only)."""
+_SITE_ENV = {"PATH": PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+# Inside the jail: run the server again a second after the memory limit (or anything else)
+# SIGKILLed it, and end with its exit status otherwise (a server that cannot start fails the start).
+_RESTART = ('while :; do "$@" && exit 0 || rc=$?; [ "$rc" -eq 137 ] || exit "$rc"; '
+            'echo "killed: restarting" >&2; sleep 1; done')
+_PLUGIN = f"""import sqlite3
+
+from datasette import hookimpl
+
+
+@hookimpl
+def prepare_connection(conn):
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, {MAX_VALUE_BYTES})
+"""
 
 _ENTRY = re.compile(r"(.+?)\s+(\S+)\s+(-?\d+)\s+?(\S*)\s+(.*)")
 
@@ -86,6 +124,10 @@ def missing() -> list[str]:
         problems.append("datasette is not installed: pip install 'agentworld[envs]'")
     if miniwob_dir() is None:
         problems.append("the miniwob package is not installed: pip install 'agentworld[envs]'")
+    if shutil.which("bwrap") is None:
+        problems.append("the site servers' jail needs bubblewrap: apt-get install -y bubblewrap")
+    if os.geteuid() != 0:
+        problems.append("the site servers' jail drops to its own uid and joins a cgroup: run as root")
     return problems
 
 
@@ -178,24 +220,32 @@ class Sites:
             raise SitesUnavailable("; ".join(problems))
         self.dir = Path(tempfile.mkdtemp(prefix=WEB_PREFIX, dir=root))
         write_owner(self.dir)
+        self._root = root
         self._procs: list[subprocess.Popen[bytes]] = []
-        self._finalizer = weakref.finalize(self, _stop, self._procs, self.dir)
+        self.jails: dict[str, Jail] = {}
+        """Each server's jail, by site name (its cgroup holds the server's processes)."""
+        self._finalizer = weakref.finalize(self, _stop, self._procs, self.jails, self.dir)
         try:
             self.netns = self._isolate()
-            self.stats = build_database(self.dir / "pydocs.db")
-            templates = self.dir / "templates"
-            templates.mkdir()
-            (templates / "_footer.html").write_text(_FOOTER)
+            data = self.dir / "data"  # shown read-only at DATA in Datasette's jail
+            for folder in (data, data / "templates", data / "plugins"):
+                folder.mkdir(mode=0o755)
+            self.stats = build_database(data / "pydocs.db")
+            (data / "templates" / "_footer.html").write_text(_FOOTER)
+            (data / "plugins" / "limits.py").write_text(_PLUGIN)
+            for f in (data / "pydocs.db", data / "templates" / "_footer.html", data / "plugins" / "limits.py"):
+                f.chmod(0o644)
             www = miniwob_dir()
             assert www is not None  # checked by missing()
             self.sites = {
                 INDEX: self._start(INDEX, "Datasette over the Python documentation index", [
-                    sys.executable, "-m", "datasette", "serve", "--immutable", str(self.dir / "pydocs.db"), "--host", "127.0.0.1", "--port", "{port}",
-                    "--template-dir", str(templates),
+                    sys.executable, "-m", "datasette", "serve", "--immutable", f"{DATA}/pydocs.db", "--host", "127.0.0.1", "--port", "{port}",
+                    "--template-dir", f"{DATA}/templates", "--plugins-dir", f"{DATA}/plugins",
                     "--setting", "default_page_size", str(PAGE_SIZE), "--setting", "suggest_facets", "off",
-                    "--setting", "sql_time_limit_ms", "2000", "--setting", "max_returned_rows", "200"]),
-                DOCS: self._start(DOCS, "the Python 3.11 documentation", _static(DOCS_DIR)),
-                MINIWOB: self._start(MINIWOB, "MiniWoB++ task pages", _static(www)),
+                    "--setting", "sql_time_limit_ms", "2000", "--setting", "max_returned_rows", "200"],
+                    readonly={str(data): DATA}),
+                DOCS: self._start(DOCS, "the Python 3.11 documentation", _static(DOCS_DIR), readonly={str(DOCS_DIR): str(DOCS_DIR)}),
+                MINIWOB: self._start(MINIWOB, "MiniWoB++ task pages", _static(www), readonly={str(www): str(www)}),
             }
             self._wait_ready(ready_timeout_s)
         except BaseException:
@@ -224,17 +274,27 @@ class Sites:
         when there is none): how the host reaches a server."""
         return in_netns(self.netns, fn)
 
-    def _start(self, host: str, what: str, argv: list[str]) -> Site:
+    def _start(self, host: str, what: str, argv: list[str], *, readonly: dict[str, str]) -> Site:
+        """Start one server in a jail of its own that shows ``readonly`` (host folder: path inside)."""
         from agentworld.launch import free_port
 
         # Alone in its namespace, a server can take a fixed port (after the holder: 8001, 8002...).
         port = 8000 + len(self._procs) if self.netns else free_port()
-        if self.netns:
-            argv = ["nsenter", f"--net={self.netns}", "--", *argv]
+        try:
+            jail = Jail("site", uid=SITES_UID, limits=SITE_LIMITS, nproc=NPROC_ALL_SITES, env=_SITE_ENV,
+                        netns=self.netns, readonly=_with_python(readonly), hostname=host, root=self._root)
+        except SandboxUnavailable as exc:
+            raise SitesUnavailable(f"the site servers' jail cannot start: {exc}") from exc
+        self.jails[host] = jail
+        launcher = jail.dir / "serve"
+        served = ["/bin/sh", "-c", _RESTART, "sh", *(a.replace("{port}", str(port)) for a in argv)]
+        launcher.write_text(jail.script(served, stay=True))  # a server outlives the thread that started it
+        launcher.chmod(0o700)
         log = open(self.dir / f"{host}.log", "wb")  # noqa: SIM115 - the child holds it; closed below
-        env = dict(os.environ, **{OWNER_VAR: token()})
-        proc = subprocess.Popen([a.replace("{port}", str(port)) for a in argv], stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env, cwd=self.dir, start_new_session=True)
+        # The launcher's own environment (bwrap's, as the sweep finds it) is as bare as the server's.
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", OWNER_VAR: token()}
+        proc = subprocess.Popen([str(launcher)], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, cwd="/", start_new_session=True)
         log.close()
         self._procs.append(proc)
         return Site(host, port, what)
@@ -311,7 +371,23 @@ def _static(folder: Path) -> list[str]:
     return [sys.executable, "-m", "http.server", "{port}", "--bind", "127.0.0.1", "--directory", str(folder)]
 
 
-def _stop(procs: list[subprocess.Popen[bytes]], folder: Path) -> None:
+def _with_python(readonly: dict[str, str]) -> dict[str, str]:
+    """``readonly`` plus this interpreter's installation (and a virtualenv's base) where it
+    lives outside /usr (under /root, say), each shown once at its own place."""
+    out = dict(readonly)
+    for d in sorted({sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}):
+        if os.path.isdir(d):
+            out.setdefault(d, d)
+    same_place = [s for s, d in out.items() if s == d]
+    return {s: d for s, d in out.items()
+            if s != d or not any(_under(s, p) for p in ["/usr", *same_place] if p != s)}
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _stop(procs: list[subprocess.Popen[bytes]], jails: dict[str, Jail], folder: Path) -> None:
     for proc in procs:
         if proc.stdin is not None:
             proc.stdin.close()  # the namespace holder's cue
@@ -324,4 +400,6 @@ def _stop(procs: list[subprocess.Popen[bytes]], folder: Path) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    for jail in jails.values():
+        jail.close()  # kills what is left in its cgroup, removes its folder
     shutil.rmtree(folder, ignore_errors=True)
