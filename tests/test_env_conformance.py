@@ -161,6 +161,24 @@ def test_registered_env_keeps_the_contract(env_id: str, tmp_path: Path) -> None:
     assert report.ended == setup.ends and report.steps >= 1
 
 
+@pytest.mark.parametrize("env_id", [pytest.param(e, marks=MARKS.get(e, [])) for e in registered()])
+def test_registered_env_passes_gymnasiums_check_env(env_id: str, tmp_path: Path) -> None:
+    """Gymnasium's own checker over the adapter: seeded resets give the same observation
+    and info, and step info says what happened, not how long it took."""
+    from gymnasium.utils.env_checker import check_env as gymnasium_check_env
+
+    from agentworld.envs import make
+    from agentworld.envs.gym import GymEnv
+
+    setup = SETUPS.get(env_id, lambda _: Setup())(tmp_path)
+    # Gymnasium's checker steps past one step and reads an early end as a fault.
+    env = GymEnv(make(env_id, **{k: v for k, v in setup.kwargs.items() if k != "max_steps"}))
+    try:
+        gymnasium_check_env(env, skip_render_check=True)
+    finally:
+        env.close()
+
+
 # -- the checker catches what it should ----------------------------------------------------
 
 

@@ -18,6 +18,7 @@ the same strings as the AgentWorld env's, so nothing is re-encoded. Needs
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any, SupportsFloat
 
@@ -54,7 +55,7 @@ class AnyText(spaces.Text):
         return super().sample(mask=mask, probability=probability)
 
 
-MEASUREMENTS = ("latency_s", "duration_s", "cached")
+MEASUREMENTS = ("latency_s", "duration_s", "run_s", "cached")
 """Step ``info`` keys that measure a run (wall time, a cache hit) rather than say what the
 environment did: kept out of the Gymnasium ``info``, which Gymnasium expects the same for
 the same seed and actions, and found in :attr:`GymEnv.measurements` instead."""
@@ -78,14 +79,14 @@ class GymEnv(gymnasium.Env[str, str]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)  # seeds self.np_random, as Gymnasium expects
         obs, info = self.env.reset(seed=seed, options=options)
-        return obs, info
+        return obs, copy.deepcopy(info)  # the caller's to keep: an env may reuse what it returned
 
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         if not self.keep_measurements:
             self.measurements = {k: info[k] for k in MEASUREMENTS if k in info}
             info = {k: v for k, v in info.items() if k not in MEASUREMENTS}
-        return obs, float(reward), bool(terminated), bool(truncated), info
+        return obs, float(reward), bool(terminated), bool(truncated), copy.deepcopy(info)
 
     def close(self) -> None:
         self.env.close()
