@@ -129,6 +129,24 @@ async def test_concurrency_limit_and_batching(hf_server: str) -> None:
     await wide.aclose()
 
 
+def test_one_request_cannot_hold_the_model_for_everyone(tmp_path: Path) -> None:
+    """A client asking for a million tokens gets the server's limit; one asking for 10,000
+    completions is refused; the next, ordinary request is answered at once."""
+    ckpt = build_tiny_checkpoint(tmp_path / "ckpt")
+    with launched("serve", "--backend", "hf:" + str(ckpt), "--served-model-name", "tiny",
+                  "--max-tokens-limit", "6", "--max-n", "2") as url:
+        chat = f"{url}/v1/chat/completions"
+        greedy = {"model": "tiny", "messages": _msgs("ls"), "temperature": 0.0}
+        answers = [httpx.post(chat, json={**greedy, "messages": _msgs("ls -la " * i), "max_tokens": 1_000_000},
+                              timeout=120).json() for i in range(1, 6)]
+        assert all(a["usage"]["completion_tokens"] <= 6 for a in answers), answers
+        assert any(a["choices"][0]["finish_reason"] == "length" for a in answers), answers
+        many = httpx.post(chat, json={**greedy, "n": 10_000, "max_tokens": 4}, timeout=60)
+        assert many.status_code == 400 and "--max-n" in many.json()["error"]["message"]
+        ok = httpx.post(chat, json={**greedy, "n": 2, "max_tokens": 4}, timeout=60).json()
+        assert len(ok["choices"]) == 2
+
+
 def test_openai_backend_needs_a_model(monkeypatch) -> None:
     from agentworld.models import BackendError
 

@@ -194,6 +194,9 @@ def serve(
     token: str = typer.Option(None, "--token", help="Bearer token clients must send as their API key (default: $AGENTWORLD_TOKEN; unset: open)."),
     max_request_bytes: int = typer.Option(1 << 20, "--max-request-bytes", help="Largest request body (413 past it)."),
     allow_host: AllowHostOpt = None, allow_origin: AllowOriginOpt = None,
+    max_tokens_limit: int = typer.Option(4096, "--max-tokens-limit", min=1,
+                                         help="Most completion tokens one request gets (a larger max_tokens is lowered to it)."),
+    max_n: int = typer.Option(8, "--max-n", min=1, help="Most completions (n) one request may ask for (400 past it)."),
 ) -> None:
     """Serve a world model at an OpenAI-compatible /v1/chat/completions endpoint."""
     from agentworld.models.serve import create_app, run_server
@@ -206,7 +209,7 @@ def serve(
     instance = load_cli_backend(backend, opt)
     app_ = create_app(
         instance, model_name=served_name, fail_rate=fail_rate, seed=seed, split_reasoning=split_reasoning,
-        fault=fault, delay_s=delay, policy=policy,
+        fault=fault, delay_s=delay, policy=policy, max_tokens_limit=max_tokens_limit, max_n=max_n,
     )
     console.print(
         f"serving [bold]{served_name or instance.model_id}[/] at http://{host}:{port}/v1 "

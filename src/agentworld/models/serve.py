@@ -166,6 +166,17 @@ def stream_chunks(completion: dict[str, Any], *, include_usage: bool, piece: int
     return events
 
 
+def _bounded(config: GenerationConfig, max_tokens: int, max_n: int) -> GenerationConfig | str:
+    """``config`` within the server's per-request bounds, or why it cannot be."""
+    if (config.n or 1) > max_n:
+        return f"n={config.n} is over this server's limit of {max_n} completions a request (agentworld serve --max-n)"
+    if (config.max_tokens or 0) > max_tokens:
+        # Lowered, not refused: clients ask for generous limits (32,768 as published) and
+        # get what a server with a shorter window gives, an answer cut at its limit.
+        return dataclasses.replace(config, max_tokens=max_tokens)
+    return config
+
+
 def create_app(
     backend: Backend,
     *,
@@ -176,13 +187,17 @@ def create_app(
     policy: ServerPolicy | None = None,
     fault: str = "http",
     delay_s: float = 0.0,
+    max_tokens_limit: int = 4096,
+    max_n: int = 8,
 ) -> FastAPI:
     """The server app for ``backend``; ``model_name`` is what ``/v1/models`` lists.
 
     ``split_reasoning`` moves ``<think>`` blocks out of the content into
     ``reasoning_content``, as reasoning parsers of inference servers do. ``policy`` sets
     the bearer token (what OpenAI clients send as their API key; ``/health`` stays open)
-    and the request size limit.
+    and the request size limit. ``max_tokens_limit`` and ``max_n`` bound what one request
+    may ask the model for (completion tokens, completions), so no client holds the model
+    for the others: a request above either is refused with 400.
     """
     if not 0.0 <= fail_rate < 1.0:
         raise ValueError("fail_rate must be in [0, 1)")
@@ -227,7 +242,10 @@ def create_app(
         if fail_rate and unit_hash(seed, "fail", number) < fail_rate:
             counters["injected_failures"] += 1
             return _injected_failure(seed, number, fault, served)
-        config = body.generation_config()
+        config = _bounded(body.generation_config(), max_tokens_limit, max_n)
+        if isinstance(config, str):
+            counters["errors"] += 1
+            return _error(400, config, "invalid_request_error")
         counters["in_flight"] += 1
         counters["peak_in_flight"] = max(counters["peak_in_flight"], counters["in_flight"])
         try:
