@@ -76,7 +76,9 @@ class Browser:
 
         self._pw = sync_playwright().start()
         # Tagged, so a sweep after a kill ends the browser and its children (envs/sweep.py).
-        env = dict(os.environ, **{OWNER_VAR: token()})
+        # Nothing else of the caller's environment (API keys, tokens) reaches even the
+        # jail's launcher, whose environment the browser's uid could read on the host.
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", OWNER_VAR: token()}
         self.browser = self._pw.chromium.launch(executable_path=str(executable), headless=True,
                                                 args=launch_args(host_rules), env=env)
 
