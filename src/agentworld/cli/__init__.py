@@ -19,6 +19,11 @@ GROUPS = ("data", "collect", "bench", "sim", "env", "train", "predict", "agent")
 """Command groups, each the ``app`` of ``agentworld.cli.<name>``."""
 COMMANDS = {"serve": ("predict", "serve")}
 """Top-level commands: name -> (module, function)."""
+ENV_COMMANDS: dict[str, tuple[str, ...] | None] = {
+    "collect": None, "env": ("serve",), "sim": ("serve", "mcp", "run", "drift"), "agent": ("rollout", "eval", "train", "bc"),
+}
+"""Commands that can start environments (None: every command of the group). Each first removes
+what killed runs left behind (:mod:`agentworld.envs.sweep`), before anything of its own."""
 
 
 def _version(value: bool) -> None:
@@ -65,4 +70,34 @@ def main() -> None:
 
     choose_wait_policy()
     first = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+    sweep_at_start(sys.argv[1:])
     build_app(first if first in GROUPS or first in COMMANDS else None)()
+
+
+def sweep_at_start(args: list[str]) -> None:
+    """Sweep the leftovers of killed runs when ``args`` name a command of :data:`ENV_COMMANDS`
+    (not for ``--help``) and say what went. A sweep that fails warns; the command runs anyway."""
+    words = [a for a in args if not a.startswith("-")][:2]
+    if "--help" in args or len(words) < 2 or words[0] not in ENV_COMMANDS:
+        return
+    if (commands := ENV_COMMANDS[words[0]]) is not None and words[1] not in commands:
+        return
+    from agentworld.envs.sweep import sweep_now  # a fresh look, not the cached per-process sweep's
+
+    try:
+        report = sweep_now()
+    except Exception as exc:  # noqa: BLE001 - a sweep must not stop the command
+        problems = [f"{type(exc).__name__}: {exc}"]
+        report = None
+    else:
+        problems = [f"{i.kind} {i.name}" for i in report.failed]
+    if report is None or report.total or problems:
+        from rich.markup import escape
+
+        from agentworld.cli._common import console
+
+        if report is not None and report.total:
+            console.print(escape(str(report)))
+        if problems:
+            console.print(f"[yellow]warning:[/] leftovers of killed runs not removed: {escape(', '.join(problems[:3]))} "
+                          "(`agentworld env sweep --dry-run` lists them)")

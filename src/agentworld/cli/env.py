@@ -52,6 +52,35 @@ def _gym_id(env_id: str) -> str:
     return gym_id(env_id)
 
 
+@app.command("sweep")
+def sweep(
+    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be removed; remove nothing."),
+    folder: Path = typer.Option(None, "--dir", help="Folder the runs kept their sandboxes in (default: $TMPDIR or /tmp)."),
+) -> None:
+    """Remove what killed runs left behind: processes, sandboxes, mounts, cgroups, folders.
+
+    Only what belongs to runs that are gone (owner records: pid and start time); a live
+    run's is never touched. Commands that start environments do this when they start."""
+    from rich.markup import escape
+
+    from agentworld.envs.sweep import sweep_now
+
+    report = sweep_now(folder, dry_run=dry_run)
+    if report.items:
+        table = Table("what", title="would remove" if dry_run else "removed")
+        table.add_column("where", overflow="fold")
+        table.add_column("owner (gone)")
+        table.add_column("detail", overflow="fold")
+        for item in report.items:
+            table.add_row(item.kind, escape(item.name), item.owner or "-", escape(item.detail))
+        out.print(table)
+    out.print(str(report))
+    if report.failed:
+        for item in report.failed:
+            console.print(f"[yellow]not removed[/] {item.kind} {escape(item.name)}")
+        raise fail(f"{len(report.failed)} leftover(s) resisted", "see the warnings above; busy mounts go once nothing uses them")
+
+
 @app.command()
 def serve(
     env: str = typer.Argument(..., help="Environment id (terminal-v1, mcp-v1, search-v1, swe-v1, fictional-search-v1; "

@@ -15,11 +15,15 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
+
+from agentworld.envs._owner import OWNER_FILE, write_owner
+from agentworld.envs.sweep import SWE_SITE_PREFIX
 
 GUEST_ROOT = "/workspace"
 """Where the workspace appears inside the sandbox."""
@@ -127,12 +131,19 @@ def test_site(root: str | Path | None = None) -> Path:
     missing = [req for req in TEST_WHEELS if req.split("==")[0].lower() not in names]
     if missing:
         raise MissingSourceError(f"wheels {', '.join(missing)} not found in {base / 'wheels'}; {_HINT}")
-    tmp = base / f".test-site.{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    for whl in wheels:
-        with zipfile.ZipFile(whl) as zf:
-            zf.extractall(tmp)
-    os.replace(tmp, site) if not site.exists() else shutil.rmtree(tmp)
+    # Unpacked beside its final place, under an owner record: a run killed meanwhile leaves a
+    # folder that sweeps remove (agentworld.envs.sweep), not one that lingers in the cache.
+    tmp = Path(tempfile.mkdtemp(prefix=SWE_SITE_PREFIX, dir=base))
+    write_owner(tmp)
+    try:
+        for whl in wheels:
+            with zipfile.ZipFile(whl) as zf:
+                zf.extractall(tmp)
+        (tmp / OWNER_FILE).unlink()  # the site is copied into every workspace: no stray file there
+        os.replace(tmp, site) if not site.exists() else shutil.rmtree(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return site
 
 
