@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from agentworld.envs.sandbox import Limits, Sandbox, SandboxUnavailable, ensure_rootfs, sweep_stale
+from agentworld.envs.sandbox import Limits, Sandbox, SandboxUnavailable, ensure_rootfs
 from agentworld.envs.sandbox.rootfs import RootfsSpec
+from agentworld.envs.sweep import sweep_now
 
 pytestmark = pytest.mark.sandbox
 
@@ -114,7 +115,7 @@ def test_sweep_removes_sandboxes_of_dead_owners(rootfs: Path, sandbox_tmp: Path)
     dead.wait()
     (orphan.dir / "owner").write_text(f"{dead.pid}\n")  # as if its process had been killed
     try:
-        assert sweep_stale(tmp_path) == 1
+        assert sweep_now(tmp_path).sandboxes == 1
         assert not orphan.dir.exists() and not os.path.ismount(orphan.root)
         assert orphan.cgroup is None or not any(d.exists() for d in orphan.cgroup.dirs)
         assert live.run("echo ok").stdout == "ok\n"
@@ -127,7 +128,7 @@ def test_rlimit_fallback_without_cgroups(rootfs: Path, monkeypatch: pytest.Monke
     """On a machine whose cgroups are read-only, per-process limits still hold."""
     from agentworld.envs.sandbox.limits import Cgroup
 
-    monkeypatch.setattr(Cgroup, "create", classmethod(lambda cls, limits: None))
+    monkeypatch.setattr(Cgroup, "create", classmethod(lambda cls, limits, record=None: None))
     with pytest.warns(RuntimeWarning, match="process count not at all"):
         s = Sandbox(rootfs=rootfs, limits=Limits(memory_mb=300, file_size_mb=1))
     with s:
@@ -138,7 +139,7 @@ def test_rlimit_fallback_without_cgroups(rootfs: Path, monkeypatch: pytest.Monke
 
 def test_sweep_after_kill_9_of_a_terminal_episode(rootfs: Path, sandbox_tmp: Path) -> None:
     """A run killed with SIGKILL leaves a live episode: its processes, the tmux server,
-    the cgroups, the mounts and the folder. sweep_stale() removes all of it."""
+    the cgroups, the mounts and the folder. A sweep removes all of it."""
     tmp_path = sandbox_tmp
     script = f"""
 import sys, time, tempfile
@@ -161,8 +162,33 @@ time.sleep(300)
         proc.wait()
     folder, server, cgroups = Path(line[0]), int(line[1]), [Path(x) for x in line[2:]]
     assert folder.exists() and Path(f"/proc/{server}").exists() and all(d.exists() for d in cgroups)
-    assert sweep_stale(tmp_path) == 2  # the sandbox and the snapshot
+    assert sweep_now(tmp_path).sandboxes == 2  # the sandbox and the snapshot
     assert not folder.exists() and not any(d.exists() for d in cgroups)
     assert not Path(f"/proc/{server}").exists() or "zombie" in Path(f"/proc/{server}/status").read_text()
     assert str(folder) not in Path("/proc/mounts").read_text()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_cgroup_is_recorded_before_it_exists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run killed between making its cgroup and recording it would leave one no sweep
+    finds: the record comes first, naming exactly the folders then made."""
+    from agentworld.envs.sandbox.limits import Cgroup
+
+    record = tmp_path / "cgroup"
+    seen: list[str] = []
+    for name in ("_create_v1", "_create_v2"):
+        original = getattr(Cgroup, name).__func__
+
+        def spy(cls, n, limits, _original=original):  # noqa: ANN001, ANN202
+            seen.append(record.read_text())
+            return _original(cls, n, limits)
+
+        monkeypatch.setattr(Cgroup, name, classmethod(spy))
+    cg = Cgroup.create(Limits(), record=record)
+    if cg is None:
+        assert not record.exists()  # nothing made, nothing recorded
+        pytest.skip("cgroups are not writable here")
+    try:
+        assert seen and seen[0] == record.read_text() == "".join(f"{d}\n" for d in cg.dirs)
+    finally:
+        cg.remove()

@@ -35,12 +35,10 @@ class EpisodeFolder:
         out = cls(folder, workspace, None)
         try:
             mount_tmpfs(workspace, limits.disk_mb)
-            out.cgroup = Cgroup.create(limits.cgroup_limits())
+            out.cgroup = Cgroup.create(limits.cgroup_limits(), record=folder / "cgroup")
             if out.cgroup is None:
                 warnings.warn("cgroups are not writable here: MCP servers run with per-process limits only "
                               "(run as root with /sys/fs/cgroup writable)", RuntimeWarning, stacklevel=3)
-            else:
-                (folder / "cgroup").write_text("".join(f"{d}\n" for d in out.cgroup.dirs))
         except BaseException:
             out.remove()
             raise

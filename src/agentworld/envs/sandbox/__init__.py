@@ -7,7 +7,7 @@ with resource limits, snapshot and fork; ``ensure_rootfs`` builds that root once
 from agentworld.envs.sandbox.errors import SandboxUnavailable
 from agentworld.envs.sandbox.limits import Limits
 from agentworld.envs.sandbox.rootfs import DEFAULT_PACKAGES, RootfsSpec, ensure_rootfs, rootfs_path
-from agentworld.envs.sandbox.sandbox import RunResult, Sandbox, Snapshot, Usage, sweep_stale
+from agentworld.envs.sandbox.sandbox import RunResult, Sandbox, Snapshot, Usage
 
 __all__ = ["DEFAULT_PACKAGES", "Limits", "RootfsSpec", "RunResult", "Sandbox", "SandboxUnavailable", "Snapshot", "Usage",
-           "ensure_rootfs", "rootfs_path", "sweep_stale"]
+           "ensure_rootfs", "rootfs_path"]

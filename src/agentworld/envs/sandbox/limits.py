@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+_V1_CONTROLLERS = ("memory", "pids", "cpu", "cpuacct", "freezer")
+"""The v1 controllers a sandbox's cgroup uses (one folder each, where mounted)."""
 
 
 @dataclass(frozen=True)
@@ -50,14 +52,24 @@ class Cgroup:
         self.dirs = dirs
 
     @classmethod
-    def create(cls, limits: Limits) -> Cgroup | None:
-        """A fresh cgroup with ``limits`` applied, or None when cgroups are not writable."""
+    def create(cls, limits: Limits, record: Path | None = None) -> Cgroup | None:
+        """A fresh cgroup with ``limits`` applied, or None when cgroups are not writable.
+
+        ``record`` (a file in the owner's folder) gets the cgroup's folders before any
+        exists, so a run killed in between leaves nothing a sweep cannot find; it is
+        removed again when no cgroup could be made.
+        """
         name = f"agentworld-{uuid.uuid4().hex[:12]}"
+        v2 = (CGROUP_ROOT / "cgroup.controllers").exists()
+        if record is not None:
+            planned = [CGROUP_ROOT / "agentworld" / name] if v2 else \
+                [CGROUP_ROOT / c / "agentworld" / name for c in _V1_CONTROLLERS if (CGROUP_ROOT / c).is_dir()]
+            record.write_text("".join(f"{d}\n" for d in planned))
         try:
-            if (CGROUP_ROOT / "cgroup.controllers").exists():
-                return cls._create_v2(name, limits)
-            return cls._create_v1(name, limits)
+            return cls._create_v2(name, limits) if v2 else cls._create_v1(name, limits)
         except OSError:
+            if record is not None:
+                record.unlink(missing_ok=True)
             return None
 
     @classmethod
@@ -96,6 +108,7 @@ class Cgroup:
             dirs.append(d)
             for fname, value in files.items():
                 _write(d / fname, value)
+        assert tuple(settings) == _V1_CONTROLLERS
         if not any(d.parts[-3] == "memory" for d in dirs):
             # Without the memory controller the rlimit fallback must stay on.
             for d in dirs:

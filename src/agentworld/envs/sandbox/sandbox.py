@@ -39,7 +39,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentworld.envs._owner import OWNER_VAR, owner_alive, write_owner
+from agentworld.envs._owner import OWNER_VAR, write_owner
 from agentworld.envs._owner import token as owner_token
 from agentworld.envs.sandbox.errors import SandboxUnavailable
 from agentworld.envs.sandbox.limits import Cgroup, Limits, ulimit_script
@@ -146,7 +146,7 @@ class Sandbox:
         _check_reachable(Path(base_dir or tempfile.gettempdir()))
         self._owner = owner_token()
         self.dir = Path(tempfile.mkdtemp(prefix=PREFIX, dir=base_dir))
-        write_owner(self.dir)  # lets sweep_stale() spot orphans
+        write_owner(self.dir)  # lets a sweep (agentworld.envs.sweep) spot orphans
         self.dir.chmod(0o711)  # bwrap runs as the sandbox uid and must reach root/
         self.layer = self.dir / "layer"
         self.root = self.dir / "root"
@@ -156,10 +156,8 @@ class Sandbox:
         try:
             self._mount(_upper_from)
             self._make_userns()
-            self.cgroup = Cgroup.create(self.limits)
-            if self.cgroup is not None:
-                (self.dir / "cgroup").write_text("".join(f"{d}\n" for d in self.cgroup.dirs))
-            else:
+            self.cgroup = Cgroup.create(self.limits, record=self.dir / "cgroup")
+            if self.cgroup is None:
                 warnings.warn("cgroups are not writable here: memory is limited per process and the "
                               "process count not at all (run as root with /sys/fs/cgroup writable)",
                               RuntimeWarning, stacklevel=2)
@@ -424,25 +422,6 @@ class Sandbox:
             disk_full=st.f_bavail * st.f_frsize < 1 << 20,
             pids_full=self.cgroup is not None and self.cgroup.pids_current() >= self.limits.pids - 2,
         )
-
-
-def sweep_stale(base_dir: str | Path | None = None) -> int:
-    """Remove what sandboxes (and snapshots) of dead owners left behind: a run killed
-    with SIGKILL leaves processes, a tmux server, cgroups, mounts (tmpfs holding RAM, the
-    user namespace) and folders. Returns how many were swept."""
-    base = Path(base_dir or tempfile.gettempdir())
-    swept = 0
-    for d in [*base.glob(f"{PREFIX}*"), *base.glob(f"{SNAPSHOT_PREFIX}*")]:
-        if owner_alive(d) is not False:
-            continue  # owned by a live process, or not ours to judge (no owner record yet)
-        if (d / "tmux.sock").exists():
-            subprocess.run(["tmux", "-S", str(d / "tmux.sock"), "kill-server"], capture_output=True)
-        if (d / "cgroup").exists():  # the tmux server and every sandboxed process live here
-            Cgroup([Path(x) for x in (d / "cgroup").read_text().split()]).remove()
-        _unmount(d)
-        shutil.rmtree(d, ignore_errors=True)
-        swept += 1
-    return swept
 
 
 def _unmount(folder: Path) -> None:

@@ -101,9 +101,8 @@ class Jail:
         self.workspace = self.dir / "workspace"
         self.workspace.mkdir(mode=0o700)
         os.chown(self.workspace, uid, uid)
-        self.cgroup = Cgroup.create(limits)
-        if self.cgroup is not None:  # for a sweep after a kill (envs/sweep.py)
-            (self.dir / "cgroup").write_text("".join(f"{d}\n" for d in self.cgroup.dirs))
+        # Recorded for a sweep after a kill (envs/sweep.py), before it exists.
+        self.cgroup = Cgroup.create(limits, record=self.dir / "cgroup")
         self._finalizer = weakref.finalize(self, _remove, self.cgroup, self.dir)
 
     def script(self, argv: list[str], *, stay: bool = False) -> str:
