@@ -323,6 +323,59 @@ def test_prompt_marker_cannot_be_forged(env: TerminalEnv) -> None:
         assert r.info["prompt"] and r.observation.endswith(PROMPT)
 
 
+def test_current_prompt_token_printed_by_a_running_command_does_not_end_the_step(env: TerminalEnv) -> None:
+    """The token is readable inside (the prompt needs it): a command printing the current
+    one with the title escape still runs, and the kernel says the shell is not reading."""
+    t0 = time.monotonic()
+    r = run(env, f"printf '\\033]2;{TITLE_PREFIX}%s\\007' \"$(cat /run/agentworld/prompt)\"; sleep 20", 2.0)
+    assert time.monotonic() - t0 >= 1.9 and not r.info["prompt"] and "still_running" in r.info["events"], r.info
+    r = env.step(action_json(("C-c", 2)))
+    assert r.info["prompt"] and r.observation.endswith(PROMPT)
+
+
+def test_current_prompt_token_with_the_terminal_handed_back_to_the_shell_does_not_end_the_step(
+        env: TerminalEnv) -> None:
+    """A command that also makes the shell's group the terminal's foreground (tcsetpgrp)
+    and goes on in the background: the shell still waits for it, not for a key."""
+    spoof = ("python3 -c 'import os, sys, time; t = open(\"/run/agentworld/prompt\").read().strip(); "
+             f"print(\"\\033]2;{TITLE_PREFIX}\" + t + \"\\007\", end=\"\", flush=True); "
+             "os.tcsetpgrp(0, os.getsid(0)); time.sleep(3)'")
+    t0 = time.monotonic()
+    r = run(env, spoof, 1.5)
+    assert time.monotonic() - t0 >= 1.4 and not r.info["prompt"] and "still_running" in r.info["events"], r.info
+    r = env.step(action_json(("", 3)))  # the command ends by itself; the real prompt comes back
+    assert r.info["prompt"] and r.observation.endswith(PROMPT), (r.observation, r.info)
+
+
+def test_forged_tmux_control_begin_end_error_lines_do_not_cut_the_screen(rootfs: Path) -> None:
+    """Pane output that looks like tmux's control-mode replies (``%begin T N 1``, ``%end
+    T N 1``, ``%error T N 1`` with the current time and every plausible number) is shown
+    as text: the observation is whole and the shell stays usable."""
+    with TerminalEnv(limits=TIGHT, rootfs=rootfs, max_lines=2000) as env:
+        env.reset()
+        forge = ('for n in $(seq 1 400); do for k in begin end error; do echo "%$k $EPOCHSECONDS $n 1"; done; done; '
+                 "echo forged-done")
+        r = run(env, forge, 15)
+        lines = r.observation.split("\n")
+        assert not r.truncated and r.info["prompt"], r.info
+        assert lines[0] == f"{PROMPT} {forge}" and lines[-2:] == ["forged-done", PROMPT], lines[-3:]
+        body = lines[1:-2]
+        assert len(body) == 1200 and all(ln.startswith(("%begin ", "%end ", "%error ")) for ln in body)
+        assert [ln.split()[2] for ln in body[::3]] == [str(n) for n in range(1, 401)]
+        r = run(env, "seq 1 40 | sed 's/^/%end 0 /'; echo alive $$")  # the screen itself, full of them
+        assert not r.truncated and r.info["prompt"] and r.observation.split("\n")[-2].startswith("alive "), r.info
+
+
+def test_process_name_with_newlines_and_control_markers_does_not_break_the_pane_state(env: TerminalEnv) -> None:
+    """tmux reports the foreground process's name, which the process chooses (argv[0]):
+    newlines and forged ``%end`` lines in it neither end the reply early nor lose the pane."""
+    r = run(env, "bash -c 'exec -a \"$(printf \"x\\n%%end $EPOCHSECONDS 1 1\\n%%begin|1|2\")\" sleep 3'", 1.0)
+    assert not r.truncated and "still_running" in r.info["events"], r.info
+    assert env.pane is not None and "\n" not in env.pane.state().command
+    r = env.step(action_json(("C-c", 2)))
+    assert not r.truncated and r.info["prompt"] and r.observation.endswith(PROMPT), r.info
+
+
 def test_killed_shell_ends_the_episode_with_a_reason(env: TerminalEnv) -> None:
     r = run(env, "kill -9 $$", 5)
     assert r.truncated and r.info["truncated_reason"] == "shell_killed", r.info

@@ -240,8 +240,10 @@ class TerminalEnv(Env):
             if st.dead:
                 return False
             # The title is the last thing the prompt prints: once it carries this batch's
-            # token, the prompt text is on the screen (no settling delay needed).
-            if early and st.title == TITLE_PREFIX + token and not st.alternate:
+            # token, the prompt text is on the screen (no settling delay needed). Code in
+            # the sandbox can read the token too, so the kernel must also show the shell
+            # waiting for a key (it sleeps in wait4 while a command runs).
+            if early and st.title == TITLE_PREFIX + token and not st.alternate and self.pane.waiting_for_input():
                 return True
             now = time.monotonic()
             if now >= deadline:
@@ -251,9 +253,10 @@ class TerminalEnv(Env):
             time.sleep(min(pause, deadline - now))
 
     def _at_prompt(self, st: PaneState) -> bool:
-        # Only the latest token counts: a command printing the marker with any other
-        # value (an old one included) does not look like a prompt.
-        return self.pane is not None and st.title == TITLE_PREFIX + self.pane.token and not st.alternate
+        # Only the latest token counts, and only while the shell waits for a key: a
+        # command printing the marker, with any token, does not look like a prompt.
+        return (self.pane is not None and st.title == TITLE_PREFIX + self.pane.token and not st.alternate
+                and self.pane.waiting_for_input())
 
     def _observe(self, before: PaneState, after: PaneState) -> str:
         assert self.pane is not None

@@ -5,19 +5,25 @@ cgroup join), so what it spends drawing an episode's output counts against that
 episode's CPU, memory and process limits. Its socket stays outside the sandbox's root,
 so nothing inside can reach or replace it. The host talks to it through one
 long-lived control-mode client (``tmux -C``): a query costs a line on a pipe instead
-of a process start.
+of a process start. Nothing the pane prints travels on that pipe: the screen is
+captured into a tmux buffer that tmux saves to a host file outside the sandbox's root,
+and the few format fields read through the pipe hold no line breaks, so output that
+imitates tmux's ``%begin``/``%end`` reply markers stays text on the screen.
 
 Prompt detection needs no screen scraping: the shell's prompt ends with a title
 escape carrying a token the host writes (fresh for every batch that can bring the
-prompt back) into a read-only folder of the sandbox, and tmux reports the title. A
-command that prints an old marker, or any marker it did not read from that file,
-does not end a step.
+prompt back) into a read-only folder of the sandbox, and tmux reports the title. The
+title says when the prompt has been drawn; sandboxed code can read the token, so
+whether the shell really waits for a key comes from the kernel (:class:`Shell`): the
+terminal's foreground group is the shell's own and the shell sleeps in a read of its
+terminal, which no command still running can arrange.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import secrets
 import select
 import shlex
@@ -26,6 +32,7 @@ import signal
 import subprocess
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 
 from agentworld.envs.sandbox import Sandbox, SandboxUnavailable
@@ -44,6 +51,15 @@ BASHRC = (
     "PS0='\\e]2;" + RUNNING_TITLE + "\\a'\n"
 )
 _CLEAN_ENV = {"TERM": "xterm-256color"}
+_BUFFER = "aw-screen"
+"""tmux buffer the screen is captured into (then saved to a host file)."""
+_SCREEN_FILE_MAX = 4 << 20
+# Syscalls a shell sleeps in while it waits for a key: readline's pselect, the `read`
+# builtin's read, and their relatives.
+_INPUT_SYSCALLS = {
+    "x86_64": frozenset({0, 7, 19, 23, 270, 271}),  # read poll readv select pselect6 ppoll
+    "aarch64": frozenset({63, 65, 72, 73}),  # read readv pselect6 ppoll
+}
 
 
 class PaneGone(RuntimeError):
@@ -54,7 +70,8 @@ class PaneGone(RuntimeError):
 class PaneState:
     title: str
     command: str
-    """Name of the pane's foreground process (``bash`` at a prompt)."""
+    """Name of the pane's foreground process as tmux sees it (the sandbox launcher: the
+    shell runs on a terminal of its own inside), characters outside ``!``..``{`` as ``_``."""
     dead: bool
     history: int
     cursor_y: int
@@ -73,9 +90,11 @@ class PaneState:
 class TmuxPane:
     """Start, type into, and read one sandboxed shell pane."""
 
-    # tmux prints control characters as "_", so fields are split on "|" with the free-text title last.
-    _FORMAT = ("#{pane_current_command}|#{pane_dead}|#{pane_dead_status}|#{history_size}|#{cursor_y}|#{cursor_x}|"
-               "#{alternate_on}|#{pane_title}")
+    # One line, split on "|" with the free-text title last: tmux drops control characters
+    # from titles, and the command name (a process's argv[0], which may hold line breaks
+    # or "|") keeps only "!".."{".
+    _FORMAT = ("#{s/[^!-{]/_/:pane_current_command}|#{pane_dead}|#{pane_dead_status}|#{history_size}|#{cursor_y}|"
+               "#{cursor_x}|#{alternate_on}|#{pane_title}")
 
     def __init__(self, sandbox: Sandbox, *, width: int = 160, height: int = 40, history: int = 5000,
                  env: dict[str, str] | None = None, cwd: str = "/workspace", timeout: float = 10.0):
@@ -88,9 +107,19 @@ class TmuxPane:
         self.tokens = sandbox.dir / "prompt"
         self.tokens.mkdir(mode=0o755, exist_ok=True)
         self.token = self.new_token()
+        # The screen comes back through this file: host-only (the sandbox cannot reach
+        # sandbox.dir), made here so that only root can read it. tmux appends to it
+        # (truncating a file on disk costs more than the whole capture) and the host
+        # empties it now and then.
+        screen = sandbox.dir / "screen"
+        self._screen = os.open(screen, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        self._save = f"save-buffer -a -b {_BUFFER} {shlex.quote(str(screen))}"
         self._lock = threading.Lock()
         self._buf = bytearray()
+        self._last = -1
+        """Number of the last reply read: tmux numbers commands in increasing order."""
         self._client: subprocess.Popen[bytes] | None = None
+        self._shell: Shell | None = None
         # `script` gives the shell a terminal from the sandbox's own devpts, so `tty`, `ps`
         # and job control see /dev/pts/0 as on any machine, not the host's terminal.
         inner = ["/usr/bin/script", "-q", "-e", "-c", "/bin/bash -i", "/dev/null"]
@@ -101,12 +130,16 @@ class TmuxPane:
         r = subprocess.run(["/bin/sh", "-c", start, "tmux", shlex.join(shell)], capture_output=True, text=True,
                            env=_CLEAN_ENV)
         if r.returncode != 0:
+            os.close(self._screen)
             raise RuntimeError(f"tmux new-session failed: {r.stderr.strip()}")
         try:
             self._attach()
             self.command("refresh-client -f no-output")  # the screen is read on demand
+            # No renames: a window name comes from a process's argv[0] and would reach the
+            # control client in notifications.
             for opt, value in (("status", "off"), ("history-limit", str(history)), ("remain-on-exit", "on"),
-                               ("escape-time", "0"), ("scroll-on-clear", "off")):
+                               ("escape-time", "0"), ("scroll-on-clear", "off"), ("automatic-rename", "off"),
+                               ("allow-rename", "off")):
                 self.command(f"set-option -g {opt} {value}", check=False)
             self.command("set-option -w -t main remain-on-exit on", check=False)
         except BaseException:
@@ -141,32 +174,46 @@ class TmuxPane:
 
     def command(self, line: str, *, check: bool = True) -> list[str]:
         """Run one tmux command through the control client; its output lines."""
+        return self.commands([line], check=check)[0]
+
+    def commands(self, lines: list[str], *, check: bool = True) -> list[list[str]]:
+        """Run tmux commands in one round trip; the output lines of each. Every reply is
+        read before a failure is raised, so the next command reads its own."""
         with self._lock:
             if self._client is None or self._client.stdin is None:
                 raise PaneGone("the pane is closed")
             try:
-                self._client.stdin.write(line.encode() + b"\n")
+                self._client.stdin.write("".join(f"{ln}\n" for ln in lines).encode())
                 self._client.stdin.flush()
             except (BrokenPipeError, ValueError) as exc:
                 raise PaneGone("the tmux server exited") from exc
             deadline = time.monotonic() + self.timeout
-            # Replies come in order, each between "%begin T N 1" and "%end T N 1" (or
-            # "%error"); flag 0 blocks and notifications are not ours.
-            while True:
-                head = self._readline(deadline)
-                if head.startswith("%begin ") and head.endswith(" 1"):
-                    break
-            tail = head[len("%begin "):]
-            out: list[str] = []
-            while True:
-                text = self._readline(deadline)
-                if text == f"%end {tail}":
-                    return out
-                if text == f"%error {tail}":
-                    if check:
-                        raise RuntimeError(f"tmux {line.split()[0]} failed: {' '.join(out)}")
-                    return out
-                out.append(text)
+            replies = [self._reply(deadline) for _ in lines]
+        for line, (ok, out) in zip(lines, replies, strict=True):
+            if check and not ok:
+                raise RuntimeError(f"tmux {line.split()[0]} failed: {' '.join(out)}")
+        return [out for _, out in replies]
+
+    def _reply(self, deadline: float) -> tuple[bool, list[str]]:
+        # Replies come in order, each between "%begin T N 1" and "%end T N 1" (or
+        # "%error"); flag 0 blocks and notifications are not ours. Command output never
+        # holds pane text (see the module docstring), and N only grows.
+        while True:
+            head = self._readline(deadline)
+            parts = head.split(" ")
+            if len(parts) == 4 and parts[0] == "%begin" and parts[3] == "1" and parts[2].isdigit() \
+                    and int(parts[2]) > self._last:
+                break
+        self._last = int(parts[2])
+        tail = head[len("%begin "):]
+        out: list[str] = []
+        while True:
+            text = self._readline(deadline)
+            if text == f"%end {tail}":
+                return True, out
+            if text == f"%error {tail}":
+                return False, out
+            out.append(text)
 
     # -- typing and reading ------------------------------------------------------------
 
@@ -194,20 +241,43 @@ class TmuxPane:
         for c in commands:
             self.command(c.replace("send-keys ", "send-keys -t main ", 1))
 
+    def capture(self, args: str = "") -> list[str]:
+        """``capture-pane`` lines, read from the host file tmux saves them to: pane text
+        never passes the control client, where it could pose as tmux's replies."""
+        start = os.fstat(self._screen).st_size
+        if start > _SCREEN_FILE_MAX:
+            os.ftruncate(self._screen, 0)
+            start = 0
+        self.commands([f"capture-pane -b {_BUFFER} -t main {args}", self._save])
+        # Every reply is in, so tmux has appended the capture and nothing else.
+        data = os.pread(self._screen, os.fstat(self._screen).st_size - start, start)
+        return data.decode(errors="replace").removesuffix("\n").split("\n")
+
     def screen(self) -> str:
         """The visible screen, trailing blank lines removed."""
-        return _trim("\n".join(self.command("capture-pane -p -t main")))
+        return _trim("\n".join(self.capture()))
 
     def lines_since(self, row: int, state: PaneState) -> str:
         """Text from absolute row ``row`` to the cursor (wrapped lines joined)."""
         start = max(row - state.history, -state.history)
-        return _trim("\n".join(self.command(f"capture-pane -p -J -t main -S {start} -E {state.cursor_y}")))
+        return _trim("\n".join(self.capture(f"-J -S {start} -E {state.cursor_y}")))
 
     def rows(self, first: int, last: int, state: PaneState) -> list[str]:
         """Physical rows ``first..last`` (absolute, counted from the top of the scrollback),
         trailing spaces removed; rows no longer stored come back shorter."""
         start, end = first - state.history, last - state.history
-        return [ln.rstrip() for ln in self.command(f"capture-pane -p -t main -S {start} -E {end}")]
+        return [ln.rstrip() for ln in self.capture(f"-S {start} -E {end}")]
+
+    def waiting_for_input(self) -> bool:
+        """Whether the kernel shows the shell waiting for a key (see :class:`Shell`);
+        False while its process is not known yet or after it is gone."""
+        if self._shell is None:
+            try:
+                out = self.command("display-message -p -t main '#{pane_pid}'")
+                self._shell = Shell.find(int(out[0]))
+            except (RuntimeError, ValueError, IndexError):
+                return False
+        return self._shell is not None and self._shell.waiting()
 
     def server_pid(self) -> int | None:
         try:
@@ -224,6 +294,9 @@ class TmuxPane:
                 os.kill(pid, signal.SIGCHLD)
 
     def close(self) -> None:
+        fd, self._screen = self._screen, -1
+        if fd >= 0:
+            os.close(fd)
         client, self._client = self._client, None
         if client is not None:
             try:
@@ -243,6 +316,100 @@ class TmuxPane:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 subprocess.run(["tmux", "-S", str(self.socket), "kill-server"], capture_output=True, env=_CLEAN_ENV,
                                timeout=5)
+
+
+class Shell:
+    """The pane's interactive shell as the host's /proc shows it, which nothing inside
+    the sandbox can write.
+
+    The shell waits for a key when it holds its terminal (the foreground process group
+    is its own: the session leader's) and sleeps in a read, select or poll with its
+    standard input still that terminal. While a command runs the shell sleeps in
+    ``wait4`` instead, even if the command hands the terminal back (``tcsetpgrp``) and
+    prints the prompt's title. The same holds after ``exec`` replaces the shell (the
+    pid stays); once the process is gone it never waits again.
+    """
+
+    def __init__(self, pid: int, start: int, tty: tuple[int, int] | None, syscalls: frozenset[int] | None):
+        self.pid, self.start, self.tty, self.syscalls = pid, start, tty, syscalls
+
+    @classmethod
+    def find(cls, pane_pid: int, limit: int = 64) -> Shell | None:
+        """The first session leader below the pane's process (the launcher, then
+        ``script``, then the shell it starts on a terminal of its own), or None."""
+        queue = _children(pane_pid)
+        for i in range(limit):
+            if i >= len(queue):
+                break
+            pid = queue[i]
+            st = _stat(pid)
+            if st is None:
+                continue
+            if st[2] == pid:  # its own session: the shell (script gave it the new terminal)
+                return cls._probe(pid, st[4])
+            queue += _children(pid)
+        return None
+
+    @classmethod
+    def _probe(cls, pid: int, start: int) -> Shell:
+        syscalls = _INPUT_SYSCALLS.get(platform.machine())
+        tty = None
+        try:
+            _read(f"/proc/{pid}/syscall")
+            fd0 = os.stat(f"/proc/{pid}/fd/0")
+            tty = fd0.st_dev, fd0.st_ino
+        except OSError:
+            syscalls = None
+        if syscalls is None:
+            warnings.warn("cannot see which syscall the sandboxed shell sleeps in (needs CAP_SYS_PTRACE and "
+                          "x86-64 or arm64): a step ends when the prompt title carries its token and the shell "
+                          "holds its terminal", RuntimeWarning, stacklevel=4)
+        return cls(pid, start, tty, syscalls)
+
+    def waiting(self) -> bool:
+        st = _stat(self.pid)
+        if st is None or st[4] != self.start or st[0] != "S" or st[3] != self.pid:
+            return False
+        if self.syscalls is None:
+            return True
+        try:
+            call = _read(f"/proc/{self.pid}/syscall").split(b" ", 1)[0]
+            fd0 = os.stat(f"/proc/{self.pid}/fd/0")
+        except OSError:
+            return False
+        return call.isdigit() and int(call) in self.syscalls and (fd0.st_dev, fd0.st_ino) == self.tty
+
+
+def _stat(pid: int) -> tuple[str, int, int, int, int] | None:
+    """State, process group, session, terminal foreground group and start time of a
+    host pid (pids in the host's numbering), or None once it is gone."""
+    try:
+        raw = _read(f"/proc/{pid}/stat")
+    except OSError:
+        return None
+    f = raw[raw.rindex(b")") + 2:].split()
+    return f[0].decode(), int(f[2]), int(f[3]), int(f[5]), int(f[19])
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out: list[int] = []
+    for t in tasks:
+        with contextlib.suppress(OSError):
+            out += [int(c) for c in _read(f"/proc/{pid}/task/{t}/children").split()]
+    return out
+
+
+def _read(path: str) -> bytes:
+    """A small /proc file, with a third of what ``Path.read_bytes`` costs."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
 
 
 def _trim(text: str) -> str:
