@@ -167,3 +167,23 @@ def test_clear_and_top_keep_their_top_rows(env: TerminalEnv) -> None:
     rows = r.observation.split("\n")
     assert rows[0] == f"{PROMPT} top -b -n 1 | head -n 3" and rows[1].startswith("top - ")
     assert rows[2].startswith("Tasks:") and rows[-1] == PROMPT
+
+
+def test_long_output_keeps_the_command_line_and_says_what_it_left_out(env: TerminalEnv) -> None:
+    from agentworld.envs.terminal.env import OMITTED
+
+    env.reset()
+    lines = step(env, ("seq 1 300 | tail -n 250\n", 10.0)).observation.split("\n")
+    # the command line, the marker, then the last lines through the prompt: 252 lines in 200
+    assert len(lines) == env.config.max_lines
+    assert lines[0] == f"{PROMPT} seq 1 300 | tail -n 250"
+    assert lines[1] == OMITTED.format(n=252 - env.config.max_lines + 1)
+    assert lines[2:-1] == [str(i) for i in range(104, 301)] and lines[-1] == PROMPT
+    # short output is never touched
+    assert step(env, ("seq 1 3\n", 5.0)).observation == f"{PROMPT} seq 1 3\n1\n2\n3\n{PROMPT}"
+
+
+def test_scrollback_is_as_long_as_configured(env: TerminalEnv) -> None:
+    env.reset()
+    assert env.pane is not None
+    assert env.pane.command("display-message -p -t main '#{history_limit}'") == ["5000"]

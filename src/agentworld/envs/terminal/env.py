@@ -90,7 +90,8 @@ class TerminalConfig:
     width: int = 160
     height: int = 40
     max_lines: int = 200
-    """Longest observation; a command printing more shows its last lines, like a screen."""
+    """Longest observation. Output past it keeps the command line and the last lines, with
+    one line in between saying how many were left out (see :func:`clip_lines`)."""
     poll_s: float = 0.02
     """Longest pause between two looks at the pane (the first looks come much sooner)."""
     max_steps: int = 100
@@ -265,8 +266,7 @@ class TerminalEnv(Env):
         # Output since the command line that was current before the step; after a
         # full-screen program exits, since the line that started it.
         text = self.pane.lines_since(self._anchor, after)
-        lines = text.split("\n")
-        return "\n".join(lines[-self.config.max_lines:])
+        return clip_lines(text, self.config.max_lines)
 
     def _set_anchor(self, st: PaneState) -> None:
         assert self.pane is not None
@@ -358,6 +358,22 @@ class TerminalEnv(Env):
 
 
 _PRIVILEGED_FIELDS = frozenset({"capabilities"})
+
+
+def clip_lines(text: str, max_lines: int) -> str:
+    """``text`` in at most ``max_lines`` lines: the first (the command line) and the last
+    ones, and where lines were left out, one line that says how many. Nothing is dropped
+    without a trace, and the command that ran stays in view."""
+    lines = text.split("\n")
+    if len(lines) <= max_lines:
+        return text
+    keep = max(max_lines - 2, 1)
+    left_out = len(lines) - 1 - keep
+    return "\n".join([lines[0], OMITTED.format(n=left_out), *lines[-keep:]])
+
+
+OMITTED = "[... {n} lines not shown ...]"
+"""The line that stands for output left out of a long observation."""
 
 
 def _task_from(options: dict[str, Any], seed: int) -> TerminalTask:

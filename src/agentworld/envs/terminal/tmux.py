@@ -125,7 +125,10 @@ class TmuxPane:
         inner = ["/usr/bin/script", "-q", "-e", "-c", "/bin/bash -i", "/dev/null"]
         shell = sandbox.argv(inner, tty=True, env=env, cwd=cwd, ro_binds={TOKEN_DIR: self.tokens})
         join = sandbox.cgroup.join_script() if sandbox.cgroup is not None else ""
-        start = (f'{join}exec tmux -S {shlex.quote(str(self.socket))} -f /dev/null new-session -d -s main '
+        # history-limit applies to panes made after it is set: set it before the session
+        # (set later, the pane kept tmux's default 2,000 lines).
+        start = (f'{join}exec tmux -S {shlex.quote(str(self.socket))} -f /dev/null start-server \\; '
+                 f'set-option -g history-limit {int(history)} \\; new-session -d -s main '
                  f'-x {width} -y {height} "$1"')
         r = subprocess.run(["/bin/sh", "-c", start, "tmux", shlex.join(shell)], capture_output=True, text=True,
                            env=_CLEAN_ENV)
@@ -137,7 +140,7 @@ class TmuxPane:
             self.command("refresh-client -f no-output")  # the screen is read on demand
             # No renames: a window name comes from a process's argv[0] and would reach the
             # control client in notifications.
-            for opt, value in (("status", "off"), ("history-limit", str(history)), ("remain-on-exit", "on"),
+            for opt, value in (("status", "off"), ("remain-on-exit", "on"),
                                ("escape-time", "0"), ("scroll-on-clear", "off"), ("automatic-rename", "off"),
                                ("allow-rename", "off")):
                 self.command(f"set-option -g {opt} {value}", check=False)
