@@ -46,7 +46,7 @@ def test_normalization_known_numbers():
     assert t.dimensions["factuality"].score == pytest.approx(100.0) and t.dimensions["factuality"].n == 1
     assert t.total.mean == pytest.approx(4.0) and t.total.score == pytest.approx(75.0)
     assert (m.valid, m.failed, m.invalid_predictions) == (1, 1, 1)
-    assert m.statuses == {"complete": 1, "untagged": 0, "truncated": 1, "missing": 0}
+    assert m.statuses == {"complete": 1, "untagged": 0, "truncated": 1, "missing": 0, "unclosed": 0}
     assert m.total.score == pytest.approx(0.0)
     assert (o.valid, o.failed) == (3, 2)
     assert o.total.mean == pytest.approx(3.0) and o.total.score == pytest.approx(50.0)

@@ -92,7 +92,7 @@ def test_strip_marker_and_status_counts():
     assert strip_marker(f"\n {M}\nx\n") == "x\n"
     assert strip_marker("x") == "x"
     assert status_counts(["complete", Status.untagged, "complete", ""]) == {
-        "complete": 2, "untagged": 1, "truncated": 0, "missing": 1}
+        "complete": 2, "untagged": 1, "truncated": 0, "missing": 1, "unclosed": 0}
 
 
 def _scores(**kw):
@@ -177,3 +177,17 @@ def test_parse_score(value, score):
 def test_repair_json_rejects_garbage():
     with pytest.raises(ValueError):
         repair_json("{not: valid: at all")
+
+
+def test_an_open_block_the_model_stopped_in_is_unclosed_not_truncated():
+    from agentworld.models.base import Completion
+    from agentworld.models.runner import to_prediction
+    from agentworld.parsing import with_finish_reason
+
+    text = f"{PO}total 0\nroot@box:~#"
+    kw = {"index": 0, "latency_s": 0.0, "backend": "b", "model": "m"}
+    assert to_prediction(Completion(text, finish_reason="length"), **kw).status == "truncated"
+    assert to_prediction(Completion(text, finish_reason="stop"), **kw).status == "unclosed"
+    assert to_prediction(Completion(text), **kw).status == "truncated"  # no reason given: as before
+    assert to_prediction(Completion(f"{PO}x{PC}", finish_reason="stop"), **kw).status == "complete"
+    assert not Status.unclosed.usable and with_finish_reason(Status.complete, "stop") is Status.complete

@@ -41,7 +41,11 @@ class Status(StrEnum):
     complete = "complete"
     untagged = "untagged"
     truncated = "truncated"
+    """The answer block was opened and the token limit cut it off."""
     missing = "missing"
+    unclosed = "unclosed"
+    """The answer block was opened and the model stopped by itself without closing it
+    (``finish_reason`` other than ``length``): not cut off, just malformed."""
 
     @property
     def usable(self) -> bool:
@@ -168,6 +172,14 @@ def parse_prediction(raw: str, *, reasoning: str | None = None) -> ParsedPredict
         status, obs = (Status.untagged, text) if text.strip() else (Status.missing, None)
         return ParsedPrediction(status, obs, thought, raw or "")
     return ParsedPrediction(block.status, clean_observation(block.text or ""), thought, raw or "")
+
+
+def with_finish_reason(status: Status, finish_reason: str | None) -> Status:
+    """``status`` told apart by why generation ended: an open block the model itself
+    stopped in is ``unclosed``; only the token limit (or an unknown reason) truncates."""
+    if status is Status.truncated and finish_reason not in (None, "length"):
+        return Status.unclosed
+    return status
 
 
 def status_counts(statuses: Iterable[Status | str]) -> dict[str, int]:

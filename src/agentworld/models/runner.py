@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from agentworld.models.base import Backend, Completion, GenerationConfig, Message, Prediction
 from agentworld.models.bounded import as_completed_bounded
 from agentworld.models.cache import CacheMiss, ResponseCache, cache_key
-from agentworld.parsing import parse_prediction
+from agentworld.parsing import parse_prediction, with_finish_reason
 
 if TYPE_CHECKING:
     from agentworld.models.demos import Demonstrations
@@ -62,7 +62,7 @@ def to_prediction(
         text=completion.text,
         observation=parsed.observation,
         reasoning=parsed.reasoning,
-        status=parsed.status,
+        status=with_finish_reason(parsed.status, completion.finish_reason),
         prompt_tokens=completion.prompt_tokens,
         completion_tokens=completion.completion_tokens,
         latency_s=latency_s,
