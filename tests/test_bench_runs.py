@@ -57,7 +57,10 @@ def test_published_defaults_for_served_models_only(tmp_path):
     assert (PUBLISHED_DEFAULTS.temperature, PUBLISHED_DEFAULTS.max_tokens) == (0.6, 32768)
     served = WorldModel(load_backend("openai", model="m", base_url="http://127.0.0.1:9/v1"), defaults=PUBLISHED_DEFAULTS)
     body = served.backend.request([{"role": "user", "content": "x"}], served.settings(GenerationConfig(seed=0)))
-    assert (body["temperature"], body["max_tokens"]) == (0.6, 32768)
+    assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.6, 32768, 0)
+    # What nobody set stays out, so the server's own defaults for the model apply.
+    body = served.backend.request([{"role": "user", "content": "x"}], served.settings(GenerationConfig()))
+    assert "top_p" not in body and "seed" not in body and "top_k" not in body
     flags = run_settings(served, GenerationConfig(temperature=0.2, max_tokens=512))
     assert (flags["temperature"], flags["max_tokens"], flags["model"]) == (0.2, 512, "m")
     res = runner.invoke(app, ["bench", "infer", "--help"], env={"COLUMNS": "300"})

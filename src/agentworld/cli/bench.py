@@ -73,7 +73,8 @@ def infer(
     ids: Annotated[list[str] | None, typer.Option("--id", help="Only these sample ids or uids (repeatable).")] = None,
     limit: Annotated[int | None, typer.Option(help="At most this many samples per domain.")] = None,
     sample: Annotated[int | None, typer.Option(help="A seeded random subset of this many samples per domain.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed for --sample and for generation.")] = 0,
+    seed: Annotated[int | None, typer.Option(help="Seed for --sample (default 0) and, when given, for generation "
+                                                  "(unset: the server's own).")] = None,
     n: Annotated[int, typer.Option(help="Predictions per sample.")] = 1,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Backend calls in flight.")] = 4,
     temperature: Annotated[float | None, typer.Option(help="Sampling temperature (default: 0.6 for openai, as published; 0.0 for the local backends smol, hf, retrieval).")] = None,
@@ -96,7 +97,7 @@ def infer(
 
     spec = backend_spec(backend, opt)
     exec_config = executor_config(executor, ray_address, ray_workers, ray_cpus, ray_memory_mb)
-    samples = _load_samples(bench, domain, ids, sample, seed, limit)
+    samples = _load_samples(bench, domain, ids, sample, seed or 0, limit)
     cache_ = open_cache(cache, cache_mode)
     wm = WorldModel(
         open_backend(spec, exec_config),

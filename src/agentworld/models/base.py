@@ -47,7 +47,9 @@ class GenerationConfig:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items() if v is not None}
 
 
-DEFAULT_GENERATION = GenerationConfig(temperature=0.0, top_p=1.0, max_tokens=1024, n=1)
+# No top_p or seed: a served model keeps its own defaults unless the user sets them (the
+# local backends read an unset top_p as 1.0).
+DEFAULT_GENERATION = GenerationConfig(temperature=0.0, max_tokens=1024, n=1)
 
 
 @dataclass
