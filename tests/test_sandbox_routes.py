@@ -125,3 +125,41 @@ def test_only_needed_socket_families_open(rootfs: Path) -> None:
     for fam in ("0x28", "0x11", "0x26", "0x2c", "0x1f", "0x0", "0x100000028"):
         assert out[fam] == "EAFNOSUPPORT", out
     assert out["pair40"] == "False"
+
+
+_FAKE_PYTHON = "#!/bin/sh\necho 'Python 3.99 RT-CANARY-TOOLS'\n"
+
+
+def test_a_request_cannot_poison_the_shared_tool_versions(rootfs: Path) -> None:
+    """The tool-version cache every later episode shows is filled from a sandbox that
+    nothing of a request (its files, its setup script) has touched."""
+    from agentworld.envs.terminal.env import tool_versions
+
+    with TerminalEnv(limits=TIGHT, rootfs=rootfs) as env:
+        env.reset()
+        cached = env.sandbox.rootfs.parent / f"{env.sandbox.rootfs.name}.tools.txt"  # type: ignore[union-attr]
+        cached.unlink(missing_ok=True)  # as on the first reset after a root filesystem build
+        plant = "cp /usr/local/bin/gcc /usr/local/bin/python3"  # the setup script plants one, the files another
+        env.reset(options={"task": {"name": "x", "description": "d", "setup": plant,
+                                    "files": {"/usr/local/bin/gcc": _FAKE_PYTHON}, "modes": {"/usr/local/bin/gcc": 0o755}}})
+        assert "RT-CANARY" in _run(env, "python3 --version; gcc")  # the episode itself sees its own files
+        assert "RT-CANARY" not in cached.read_text() and "RT-CANARY" not in env.initial_state
+        env.reset()
+        assert "RT-CANARY" not in env.initial_state and cached.read_text() == tool_versions(env.sandbox)  # type: ignore[arg-type]
+
+
+def test_a_key_name_with_a_line_break_is_typed_not_sent_as_a_key(rootfs: Path) -> None:
+    """"C-c\\n" once went to tmux as one key name holding a line break, which split the
+    control command and ended the episode as terminal_lost."""
+    from agentworld.domains.terminal.keys import parse_action
+
+    [batch] = parse_action('[{"keystrokes": "C-c\\n", "duration": 1}]')
+    assert not batch.is_key and not any("\n" in c for c in batch.tmux_commands())
+    with TerminalEnv(limits=TIGHT, rootfs=rootfs) as env:
+        env.reset()
+        step = env.step(action_json(("C-c\n", 2.0)))
+        assert "truncated_reason" not in step.info, step.info
+        assert "ok-after" in _run(env, "echo ok-after")
+        with pytest.raises(ValueError, match="line break"):
+            env.pane.command("display-message -p x\nkill-server")  # type: ignore[union-attr]
+        assert "still-alive" in _run(env, "echo still-alive")

@@ -29,7 +29,9 @@ class Batch:
 
     @property
     def is_key(self) -> bool:
-        return bool(_NAMED.match(self.keystrokes))
+        # fullmatch: "$" would also match before a final newline, and "C-c\n" would go to
+        # tmux as one key name with a line break in it, splitting the control command.
+        return bool(_NAMED.fullmatch(self.keystrokes))
 
     @property
     def submits(self) -> bool:

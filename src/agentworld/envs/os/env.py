@@ -104,8 +104,9 @@ class DesktopEnv(Env):
 
         helper = (Path(__file__).with_name("_helper.py")).read_text()
         files = {HELPER: helper, **{_abs(p): c for p, c in self.task.files.items()}}
-        _write_tree(sb, files, {})
+        # Before the task's files: the versions cache is shared by every later episode.
         self.initial_state = self._initial_state(sb)
+        _write_tree(sb, files, {})
         self.driver = sb.spawn(["python3", "-u", HELPER], cwd="/workspace", stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         return self._ask({"apps": [list(a) for a in self.task.apps]}, self.config.start_timeout_s)
@@ -186,7 +187,9 @@ class DesktopEnv(Env):
     def _initial_state(self, sb: Sandbox) -> str:
         cached = sb.rootfs.parent / f"{sb.rootfs.name}.desktop-versions.txt"
         if not cached.exists():
-            cached.write_text(sb.run(_VERSIONS, cwd="/").stdout)
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(sb.run(_VERSIONS, cwd="/").stdout)
+            os.replace(tmp, cached)  # whole or not at all, whoever writes last
         assert self.task is not None
         apps = ", ".join(" ".join(a) for a in self.task.apps)
         lines = ["OS: Debian GNU/Linux 12 (bookworm), X display :1 (Xvfb, 1280x800), window manager openbox",

@@ -18,6 +18,7 @@ processes are stopped at once. Limits the sandbox enforced are listed in
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 import time
 from dataclasses import dataclass, field
@@ -79,7 +80,9 @@ def tool_versions(sandbox: Sandbox) -> str:
     if cached.exists():
         return cached.read_text()
     text = sandbox.run(_TOOLS_SCRIPT).stdout
-    cached.write_text(text)
+    tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, cached)  # whole or not at all, whoever writes last
     return text
 
 
@@ -134,6 +137,9 @@ class TerminalEnv(Env):
         self.task = _task_from(options or {}, seed or 0)
         sb = self.sandbox = Sandbox(limits=self.config.limits, rootfs=self.rootfs, hostname=self.config.hostname,
                                     capabilities=self.task.capabilities)
+        # Before the task's files or setup: the host-side cache is shared by every later
+        # episode, so it is filled from a sandbox nothing of a request has run in yet.
+        tools = tool_versions(sb)
         files = {"/root/.bashrc": BASHRC, **{_abs(p): c for p, c in self.task.files.items()}}
         _write_tree(sb, files, {_abs(p): m for p, m in self.task.modes.items()})
         if self.task.setup:
@@ -143,7 +149,7 @@ class TerminalEnv(Env):
         # One process for both scripts (each sandboxed process costs tens of ms); the
         # machine part comes first, so the first split marker is the one echoed here.
         machine, _, files = sb.run(f"{_STATE_SCRIPT}echo {_SPLIT}\n{_FILES_SCRIPT}").stdout.partition(f"{_SPLIT}\n")
-        self.initial_state = (machine + tool_versions(sb) + files).strip()
+        self.initial_state = (machine + tools + files).strip()
         if self.task.env:
             self.initial_state += "\nEnvironment variables set: " + ", ".join(
                 f"{k}={v}" for k, v in sorted(self.task.env.items()))

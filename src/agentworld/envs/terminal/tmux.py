@@ -182,6 +182,10 @@ class TmuxPane:
     def commands(self, lines: list[str], *, check: bool = True) -> list[list[str]]:
         """Run tmux commands in one round trip; the output lines of each. Every reply is
         read before a failure is raised, so the next command reads its own."""
+        if any("\n" in ln or "\r" in ln for ln in lines):
+            # One line is one command to tmux: a line break would split it in two and put
+            # every later reply out of step.
+            raise ValueError(f"a tmux command line may not contain a line break: {lines!r}")
         with self._lock:
             if self._client is None or self._client.stdin is None:
                 raise PaneGone("the pane is closed")
