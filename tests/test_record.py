@@ -120,6 +120,23 @@ def test_record_episode_is_the_wrapper_and_stops_at_the_end() -> None:
         record_episode(_Echo({"handle": object()}), ["a"], trajectory_id="e")
 
 
+def test_unchanged_steps_are_dropped_or_fail_when_a_change_was_expected() -> None:
+    from agentworld.envs.record import UnchangedStep
+
+    rec = RecordTurns(_Echo({}), drop_unchanged=True)
+    rec.reset()
+    for action in ("a", "a ", "b"):
+        rec.step(action)
+    assert [t.action for t in rec.turns] == ["a", "b"] and rec.dropped == 1
+    strict = RecordTurns(_Echo({}), drop_unchanged=True, expect_change=lambda action: action != "a ")
+    strict.reset()
+    strict.step("a")
+    strict.step("a ")  # the same screen again, allowed for this action
+    assert strict.dropped == 1 and len(strict.turns) == 1
+    with pytest.raises(UnchangedStep, match="did not change after the action 'a'"):
+        strict.step("a")
+
+
 def test_sim_context_is_the_one_model_of_the_five_parts() -> None:
     # Trajectory keeps the parts as top-level fields (the file layout) of the same types.
     for name, f in SimContext.model_fields.items():

@@ -90,6 +90,11 @@ def episode_trajectory(env: Env, turns: list[Turn], *, trajectory_id: str, prove
                       **extra, **context.model_dump())
 
 
+class UnchangedStep(RuntimeError):
+    """A step that was expected to change the observation left it as it was (the action was
+    lost: a click on a covered window, a menu item not found); see ``RecordTurns(expect_change=...)``."""
+
+
 class RecordTurns(Env):
     """Records every step of the wrapped environment; ``reset`` starts a new recording.
 
@@ -98,12 +103,18 @@ class RecordTurns(Env):
     With ``drop_unchanged`` (GUI domains, SPEC section 5), a step whose observation equals the
     one before it, up to whitespace, is not kept unless it ended the episode: the action
     still ran, and the state chain reads the same without it (``dropped`` counts them).
+    With ``expect_change`` as well (scripted drivers), such a step raises
+    :class:`UnchangedStep` when ``expect_change(action)`` is true, instead of vanishing: a
+    script's lost action must fail its episode, not leave a trajectory whose task text says
+    what never happened. Only the actions it returns False for are dropped.
     """
 
-    def __init__(self, env: Env, *, drop_unchanged: bool = False):
+    def __init__(self, env: Env, *, drop_unchanged: bool = False,
+                 expect_change: Callable[[str], bool] | None = None):
         self.env = env
         self.turns: list[Turn] = []
         self.drop_unchanged = drop_unchanged
+        self.expect_change = expect_change
         self.dropped = 0
         self._last = ""
 
@@ -133,6 +144,9 @@ class RecordTurns(Env):
             unchanged = " ".join(res.observation.split()) == " ".join(self._last.split())
             self._last = res.observation
             if unchanged and not (res.terminated or res.truncated):
+                if self.expect_change is not None and self.expect_change(action):
+                    raise UnchangedStep(f"the observation did not change after the action {action!r} "
+                                        f"(after {len(self.turns)} recorded turns)")
                 self.dropped += 1
                 return res
         self.turns.append(recorded_turn(action, res.observation, res.info, started_at=t0,

@@ -2,7 +2,10 @@
 
 Both record through :class:`~agentworld.envs.record.RecordTurns` and drop the turns
 whose state did not change (SPEC section 5: the observation equals the one before, up
-to whitespace): the state chain reads the same without them.
+to whitespace): the state chain reads the same without them. A script's step must change
+something unless the script marked it (:func:`~agentworld.envs.os.task.maybe`), and its
+episode ends with the task's self-check: a lost action or an effect that did not happen
+fails the episode (:class:`TaskCheckFailed`, an ``UnchangedStep``) instead of being recorded.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 from agentworld.domains import get_domain
 from agentworld.envs.agent import AgentConfig as ToolAgentConfig
 from agentworld.envs.os.env import SPECIAL, DesktopEnv
-from agentworld.envs.os.task import DesktopTask
+from agentworld.envs.os.task import DesktopTask, Outcome, expects_change
 from agentworld.envs.record import RecordTurns, play_script
 from agentworld.envs.text_agent import TextProtocol, play_text_agent
 from agentworld.records.trajectory import Provenance, Trajectory
@@ -29,15 +32,44 @@ def _provenance(task: DesktopTask, seed: int, agent: str) -> Provenance:
                       created_at=datetime.now(UTC).isoformat(timespec="seconds"))
 
 
+class TaskCheckFailed(RuntimeError):
+    """A scripted episode ended without the effect its task states (``DesktopTask.check``)."""
+
+
 def run_scripted(env: DesktopEnv, task: DesktopTask, *, seed: int, trajectory_id: str,
                  max_steps: int = 40) -> Trajectory:
-    """Play the task's script in a fresh episode and record the turns that changed something."""
+    """Play the task's script in a fresh episode, record the turns that changed something,
+    then run the task's check (raises :class:`TaskCheckFailed`, or
+    :class:`~agentworld.envs.record.UnchangedStep` for a step that changed nothing)."""
     if task.script is None:
         raise ValueError(f"os task {task.name!r} has no script")
-    rec = RecordTurns(env, drop_unchanged=True)
-    play_script(rec, task.script(rec.reset(seed=seed, options={"task": task}).observation), max_steps=max_steps)
+    rec = RecordTurns(env, drop_unchanged=True, expect_change=expects_change)
+    first = rec.reset(seed=seed, options={"task": task}).observation
+    play_script(rec, task.script(first), max_steps=max_steps)
+    if task.check is not None and (reason := task.check(outcome(env, rec.turns[-1].observation if rec.turns else first))):
+        raise TaskCheckFailed(f"os task {task.name} (seed {seed}): {reason}")
     prov = _provenance(task, seed, "scripted")
     return rec.trajectory(trajectory_id=trajectory_id, provenance=prov)
+
+
+def outcome(env: DesktopEnv, observation: str) -> Outcome:
+    """The episode's end as a task's check sees it: ``observation``, the sandbox's files and
+    read-only programs run in the session (not recorded)."""
+
+    def read(path: str) -> str | None:
+        assert env.sandbox is not None
+        try:
+            return env.sandbox.read_file(path if path.startswith("/") else f"/workspace/{path}")
+        except FileNotFoundError:
+            return None
+
+    def probe(code: str) -> str:
+        res = env.step(code)
+        if res.info.get("error"):
+            raise RuntimeError(f"the check's probe failed: {res.info['error']}")
+        return res.observation
+
+    return Outcome(observation, read, probe)
 
 
 @dataclass
