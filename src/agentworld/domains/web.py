@@ -7,11 +7,19 @@ SPEC = DomainSpec(
     title="Web browser",
     environment="a web browser showing one or more tabs",
     action_space=(
-        "Each action is one browser call on element ids (bid) from the last tree: "
-        "click(bid), fill(bid, text), select_option(bid, option), hover(bid), "
+        "Each action is one browser call, BrowserGym's, on element ids (bid) from the last tree: "
+        "click(bid, button='left', modifiers=[]), dblclick(bid, button, modifiers), fill(bid, text), "
+        "clear(bid), select_option(bid, option), hover(bid), focus(bid), press(bid, key_comb), "
+        "drag_and_drop(from_bid, to_bid), upload_file(bid, file) (files of the upload folder only); "
+        "at viewport coordinates: mouse_move(x, y), mouse_down(x, y, button), mouse_up(x, y, button), "
+        "mouse_click(x, y, button), mouse_dblclick(x, y, button), "
+        "mouse_drag_and_drop(from_x, from_y, to_x, to_y), mouse_upload_file(x, y, file); "
         "keyboard_press(key), keyboard_type(text), scroll(dx, dy), goto(url), go_back(), go_forward(), "
-        "new_tab(), tab_focus(index), tab_close(), noop(). Arguments are Python literals, e.g. "
-        "click('12') or fill('7', 'json')."
+        "new_tab(), tab_focus(index), tab_close(), noop(); send_msg_to_user(text) answers the user and "
+        "report_infeasible(reason) says the task cannot be done, which ends the episode (either shows "
+        "on the observation's first line and changes no page). Buttons are "
+        "'left', 'middle' or 'right'; modifiers 'Alt', 'Control', 'Meta', 'Shift'. Arguments are "
+        "Python literals, e.g. click('12') or fill('7', 'json')."
     ),
     observation_format=(
         "Print the page state: a header with the URL, the page title and the open tabs (and, "
