@@ -207,3 +207,56 @@ async def test_foreign_origin_and_rebinding_host_cannot_call_simulated_mcp_tools
         assert httpx.post(f"{srv.url}/mcp", json=call, headers=accept).status_code == 200
         assert httpx.post(f"{srv.url}/mcp", json=call, headers={**accept, "Host": "mcp.proxy.example"}).status_code == 200
     assert facade.records() == []
+
+
+def test_slow_clients_are_cut_off_and_never_stall_others(monkeypatch) -> None:
+    """Slowloris: connections that send a header line now and then (before any Host or
+    token check can see a request) are closed at the head deadline, and a normal client
+    is answered at once meanwhile."""
+    import socket
+    import time
+
+    from fastapi import FastAPI
+
+    from agentworld import serving
+    from agentworld.serving import ServerPolicy
+
+    monkeypatch.setattr(serving, "HEADER_TIMEOUT_S", 1.5)
+    app = FastAPI()
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    with ServerThread(app, ServerPolicy()) as srv:
+        slow = []
+        for _ in range(20):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            slow.append(s)
+        idle = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        t0 = time.monotonic()
+        assert httpx.get(srv.url + "/health", timeout=5).json() == {"status": "ok"}
+        assert time.monotonic() - t0 < 1.0
+        closed = 0
+        deadline = time.monotonic() + 8
+        for s in [*slow, idle]:
+            while time.monotonic() < deadline:
+                try:
+                    s.sendall(b"X-Drip: 1\r\n")  # one more header line, as a slow client would
+                    s.settimeout(0.5)
+                    if s.recv(1) == b"":
+                        closed += 1
+                        break
+                except TimeoutError:
+                    continue
+                except OSError:  # reset by the server
+                    closed += 1
+                    break
+            s.close()
+        assert closed == 21 and time.monotonic() - t0 < 8
+        # a whole request still gets its answer, and the connection may stay for the next
+        with httpx.Client() as client:
+            assert client.get(srv.url + "/health").status_code == 200
+            time.sleep(0.2)
+            assert client.get(srv.url + "/health").status_code == 200

@@ -430,7 +430,68 @@ def uvicorn_config(app: Any, *, host: str, port: int, policy: ServerPolicy, log_
 
     kw.setdefault("ws", "websockets-sansio")
     kw.setdefault("timeout_graceful_shutdown", 5)
+    kw.setdefault("http", _bounded_h11())
+    # Past this many open connections, new requests get 503 at once instead of queueing.
+    kw.setdefault("limit_concurrency", MAX_CONNECTIONS)
+    kw.setdefault("h11_max_incomplete_event_size", MAX_HEADER_BYTES)
     return uvicorn.Config(app, host=host, port=port, log_level=log_level, ws_max_size=policy.ws_max_size, **kw)
+
+
+MAX_CONNECTIONS = 512
+"""Open connections (HTTP and WebSocket) a server holds at once."""
+HEADER_TIMEOUT_S = 10.0
+"""A connection that has not sent a whole request head this long after it opened (or
+after its last answer) is closed: slow clients cannot hold connections open for ever."""
+MAX_HEADER_BYTES = 64 << 10
+"""Largest request head (request line and headers)."""
+
+
+def _bounded_h11() -> type:
+    """uvicorn's h11 protocol with a deadline for each request head.
+
+    uvicorn times out idle keep-alive connections only after a first answer, and any byte
+    received cancels that timer: a client that opens connections and sends a header line
+    now and then would hold them all, before the Host and token checks can see a request.
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class BoundedH11Protocol(H11Protocol):
+        _head_deadline: Any = None
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._head_deadline = self.loop.call_later(HEADER_TIMEOUT_S, self._head_too_slow)
+
+        def _disarm(self) -> None:
+            if self._head_deadline is not None:
+                self._head_deadline.cancel()
+                self._head_deadline = None
+
+        def _head_too_slow(self) -> None:
+            self._head_deadline = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.conn.their_state is not h11.IDLE:  # a whole request head has arrived
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return BoundedH11Protocol
 
 
 def run(app: Any, *, host: str, port: int, policy: ServerPolicy, on_exit: Callable[[], None] | None = None, **kw: Any) -> None:
