@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -192,3 +193,39 @@ def test_a_cgroup_is_recorded_before_it_exists(tmp_path: Path, monkeypatch: pyte
         assert seen and seen[0] == record.read_text() == "".join(f"{d}\n" for d in cg.dirs)
     finally:
         cg.remove()
+
+
+def test_sandbox_cgroups_nest_in_the_callers_own(rootfs: Path, tmp_path: Path) -> None:
+    """What bounds the caller (a service's MemoryMax, a batch job) bounds its sandboxes:
+    a caller in a 300 MiB memory cgroup cannot hold more through a sandbox."""
+    from agentworld.envs.sandbox.limits import CGROUP_ROOT, _own_cgroup
+
+    if (CGROUP_ROOT / "cgroup.controllers").exists() or not (CGROUP_ROOT / "memory").is_dir():
+        pytest.skip("nesting below the caller applies to cgroup v1 (v2: see docs/security.md)")
+    outer = CGROUP_ROOT / "memory" / _own_cgroup("memory").lstrip("/") / f"aw-test-caller-{os.getpid()}"
+    outer.mkdir()
+    try:
+        (outer / "memory.limit_in_bytes").write_text(str(300 << 20))
+        script = textwrap.dedent(f"""
+            import os, sys
+            open({str(outer / 'cgroup.procs')!r}, "w").write(str(os.getpid()))
+            from pathlib import Path
+            from agentworld.envs.sandbox import Limits, Sandbox
+            with Sandbox(rootfs=Path({str(rootfs)!r}), limits=Limits(memory_mb=2048)) as sb:
+                print(*sb.cgroup.dirs, flush=True)
+                r = sb.run("python3 -c 'x = bytearray(400 << 20); print(len(x))'; echo rc=$?", timeout=60)
+                print(r.stdout.strip().replace(chr(10), " "), flush=True)
+        """)
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        dirs, result = out.stdout.splitlines()[:2]
+        memory = next(Path(d) for d in dirs.split() if "/memory/" in d)
+        assert memory.is_relative_to(outer), dirs
+        assert "rc=0" not in result, result  # the caller's 300 MiB held, not the sandbox's 2 GiB
+    finally:
+        for _ in range(50):
+            try:
+                outer.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)

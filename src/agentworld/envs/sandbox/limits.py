@@ -62,8 +62,8 @@ class Cgroup:
         name = f"agentworld-{uuid.uuid4().hex[:12]}"
         v2 = (CGROUP_ROOT / "cgroup.controllers").exists()
         if record is not None:
-            planned = [CGROUP_ROOT / "agentworld" / name] if v2 else \
-                [CGROUP_ROOT / c / "agentworld" / name for c in _V1_CONTROLLERS if (CGROUP_ROOT / c).is_dir()]
+            planned = [_parent_v2() / name] if v2 else \
+                [_parent_v1(c) / name for c in _V1_CONTROLLERS if (CGROUP_ROOT / c).is_dir()]
             record.write_text("".join(f"{d}\n" for d in planned))
         try:
             return cls._create_v2(name, limits) if v2 else cls._create_v1(name, limits)
@@ -74,13 +74,19 @@ class Cgroup:
 
     @classmethod
     def _create_v2(cls, name: str, limits: Limits) -> Cgroup:
-        parent = CGROUP_ROOT / "agentworld"
-        parent.mkdir(exist_ok=True)
+        parent = _parent_v2()
         wanted = {"memory", "pids", "cpu"} & set((CGROUP_ROOT / "cgroup.controllers").read_text().split())
-        for level in (CGROUP_ROOT, parent):
-            (level / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in wanted))
         d = parent / name
-        d.mkdir()
+        for attempt in range(3):
+            try:
+                parent.mkdir(exist_ok=True)
+                for level in (parent.parent, parent):
+                    (level / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in wanted))
+                d.mkdir()
+                break
+            except FileNotFoundError:  # the last sandbox removed the parent meanwhile
+                if attempt == 2:
+                    raise
         cg = cls([d])
         _write(d / "memory.max", str(limits.memory_mb << 20))
         _write(d / "memory.swap.max", "0")
@@ -103,13 +109,13 @@ class Cgroup:
             base = CGROUP_ROOT / controller
             if not base.is_dir():
                 continue
-            d = base / "agentworld" / name
-            d.mkdir(parents=True)
+            d = _parent_v1(controller) / name
+            _mkdir(d)
             dirs.append(d)
             for fname, value in files.items():
                 _write(d / fname, value)
         assert tuple(settings) == _V1_CONTROLLERS
-        if not any(d.parts[-3] == "memory" for d in dirs):
+        if not any(d.relative_to(CGROUP_ROOT).parts[0] == "memory" for d in dirs):
             # Without the memory controller the rlimit fallback must stay on.
             for d in dirs:
                 d.rmdir()
@@ -214,7 +220,49 @@ class Cgroup:
                     except OSError:
                         time.sleep(0.02)
             if not any(d.exists() for d in self.dirs):
+                for d in self.dirs:  # the shared parent goes with the last sandbox, so the
+                    with contextlib.suppress(OSError):  # caller's own cgroup can be removed
+                        d.parent.rmdir()
                 return
+
+
+def _mkdir(d: Path) -> None:
+    """``mkdir -p``, again if another sandbox's teardown removed the shared parent meanwhile."""
+    for attempt in range(3):
+        try:
+            d.mkdir(parents=True)
+            return
+        except FileNotFoundError:
+            if attempt == 2:
+                raise
+
+
+def _own_cgroup(controller: str) -> str:
+    """The caller's cgroup path for ``controller`` (``""``: the unified v2 hierarchy)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return "/"
+    for line in lines:
+        _, names, path = line.split(":", 2)
+        if (controller == "" and names == "") or controller in names.split(","):
+            return path
+    return "/"
+
+
+def _parent_v1(controller: str) -> Path:
+    """Where a sandbox's v1 cgroup goes: below the caller's own cgroup of that controller,
+    so whatever bounds the caller (a service's MemoryMax, a batch job, a container) bounds
+    its sandboxes too."""
+    return CGROUP_ROOT / controller / _own_cgroup(controller).lstrip("/") / "agentworld"
+
+
+def _parent_v2() -> Path:
+    """Where a sandbox's v2 cgroup goes: ``/agentworld`` at the top. v2 gives no children
+    with controllers to a cgroup that holds processes, as the caller's does, so sandboxes
+    cannot nest below it there: on a v2 host, bound them with ``Limits`` and the session
+    count (docs/security.md)."""
+    return CGROUP_ROOT / "agentworld"
 
 
 def ulimit_script(limits: Limits, *, memory: bool) -> str:
