@@ -243,7 +243,11 @@ class WebEnv(Env):
     def _new_upload_folder(self, files: dict[str, Any]) -> None:
         if self._fixed_uploads is None:
             self._drop_upload_folder()
-            self._episode_uploads = Path(tempfile.mkdtemp(prefix="agentworld-web-uploads-")).resolve()
+            # In the browser jail's own folder (not its workspace, so the browser cannot write there):
+            # removed with the jail, and by the sweep after a kill.
+            jail = self._browser.jail if self._browser is not None else None
+            parent = jail.dir if jail is not None else None
+            self._episode_uploads = Path(tempfile.mkdtemp(prefix="uploads-", dir=parent)).resolve()
         root = self.upload_dir
         assert root is not None
         for name, content in files.items():
