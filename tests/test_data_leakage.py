@@ -12,7 +12,7 @@ from datasets import Dataset
 from typer.testing import CliRunner
 
 from agentworld.cli import app
-from agentworld.data.split import bench_trajectory_ids, check_leakage
+from agentworld.data.split import bench_trajectory_ids, check_leakage, template_of
 from agentworld.records.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
 
 ROOT = Path(__file__).parents[1]
@@ -88,7 +88,9 @@ def test_planted_near_duplicate_fails_the_build_unless_allowed(tmp_path: Path, r
 
     res = runner.invoke(app, [*args, "-o", str(tmp_path / "b"), "--allow-leakage"])
     assert res.exit_code == 0, res.output
-    assert "leakage (allowed)" in res.output and "1 near-duplicate" in res.output
+    # the copy, and another training episode of its template whose turns it shares (three
+    # of the template's own error turns: the template is on both sides)
+    assert "leakage (allowed)" in res.output and "2 near-duplicate" in res.output
     split = json.loads((tmp_path / "b" / "split.json").read_text())
     assert copy.id in split["held_out"] and copy.id not in split["train"]
 
@@ -128,3 +130,90 @@ def test_bench_ids_fall_back_to_the_sample_id_prefix(tmp_path: Path) -> None:
     line["id"] = f"{tid}:3"
     (tmp_path / "search_test.jsonl").write_text(json.dumps(line) + "\n")
     assert bench_trajectory_ids([tmp_path]) == {tid}
+
+
+# -- shared turns and template families -------------------------------------------------
+
+def _with_turns(traj: Trajectory, turns: list[Turn], suffix: str) -> Trajectory:
+    return traj.model_copy(update={"id": traj.id + suffix, "turns": turns})
+
+
+def _long_test_trajectory(recorded: list[Trajectory], domain: str, min_turns: int = 6) -> Trajectory:
+    return next(t for t in recorded if t.domain == domain and t.provenance.split == "test" and len(t.turns) >= min_turns)
+
+
+@pytest.mark.parametrize("domain", ["terminal", "mcp"])
+def test_half_a_held_out_trajectory_copied_into_training_is_a_leak(recorded: list[Trajectory], domain: str) -> None:
+    held = _long_test_trajectory(recorded, domain)
+    train = [t for t in recorded if t.domain == domain and t.provenance.split == "train"]
+    assert check_leakage(train, [held]).ok
+    half = held.turns[: len(held.turns) // 2]
+    host = train[0]
+    for copied in (half, [Turn(action=_shift_digits(t.action), observation=_shift_digits(t.observation)) for t in half]):
+        # appended to a training trajectory of another template: verbatim, then with every digit changed
+        planted = _with_turns(host, [*host.turns, *copied], "-planted")
+        rep = check_leakage([*train, planted], [held])
+        assert not rep.ok
+        assert [(a, b) for a, b, _, _ in rep.turn_copies] == [(held.id, planted.id)]
+        assert (held.id, planted.id) in {(a, b) for a, b, _ in rep.near_duplicates}
+
+
+def test_a_copied_half_fails_the_build_and_is_dropped_near_a_benchmark(tmp_path: Path, recorded: list[Trajectory]) -> None:
+    held = _long_test_trajectory(recorded, "terminal")
+    train = [t for t in recorded if t.domain == "terminal" and t.provenance.split == "train"][:12]
+    host = train[0]
+    planted = _with_turns(host, [*host.turns, *held.turns[: len(held.turns) // 2]], "-planted")
+    src = tmp_path / "in"
+    src.mkdir()
+    write_trajectories(src / "trajs.jsonl", [*train, planted, held])
+    args = ["data", "build", "rl", "-i", str(src), "--set", "workers=1"]
+    res = CliRunner().invoke(app, [*args, "-o", str(tmp_path / "a")], env={"COLUMNS": "300"})
+    assert res.exit_code == 2, res.output
+    assert "leakage" in res.output and planted.id in res.output and held.id in res.output
+    # when a benchmark evaluates the held-out trajectory, the copy is dropped from training instead
+    bench = tmp_path / "bench"
+    from agentworld.records.bench import write_bench_dir
+    from agentworld.records.select import trajectories_to_samples
+
+    write_bench_dir(bench, list(trajectories_to_samples([held])))
+    res = CliRunner().invoke(app, [*args, "-o", str(tmp_path / "b"), "--exclude-bench", str(bench)], env={"COLUMNS": "300"})
+    assert res.exit_code == 0, res.output
+    split = json.loads((tmp_path / "b" / "split.json").read_text())
+    assert planted.id in split["excluded_near_bench"] and planted.id not in split["train"]
+
+
+def test_trivial_and_vocabulary_turns_are_not_copies() -> None:
+    def t(tid: str, task: str, turns: list[tuple[str, str]], split: str = "train") -> Trajectory:
+        from agentworld.records.trajectory import Provenance
+
+        return Trajectory(id=tid, domain="terminal", provenance=Provenance(task=task, split=split),
+                          turns=[Turn(action=a, observation=o) for a, o in turns])
+
+    own = [(f"cat file{c}.txt", f"contents of {c} here") for c in "abcdef"]
+    trivial = [("", "root@sandbox:/workspace# ls"), ('[{"keystrokes": ""}]', "root@sandbox:/workspace#"),
+               ("   ", "anything at all"), ("echo", "$")]
+    vocab = [("ls", "notes.txt report.txt"), ("pwd", "/workspace here"), ("whoami", "root user")]
+    held = t("held", "t-held", [*trivial, *vocab, *own[:2]], "test")
+    train = [t("train", "t-train", [*trivial, *vocab, ("date", "today is a day")]),
+             t("other", "t-other", [*vocab, ("id", "uid=0 root")])]
+    # four trivial turns, three turns seen under three templates: nothing copied
+    assert check_leakage(train, [held]).ok
+    # the same three turns under two templates only: a copy
+    assert not check_leakage(train[:1], [held]).ok
+    # one shared turn is never a leak on its own, even of a short trajectory
+    short = t("short", "t-short", [own[0], own[1]], "test")
+    assert check_leakage([t("x", "t-x", [own[0], own[2], own[3]])], [short]).ok
+    assert not check_leakage([t("x", "t-x", [own[0], own[1], own[3]])], [short]).ok
+
+
+def test_recorded_data_passes_and_the_near_copy_template_is_flagged(recorded: list[Trajectory]) -> None:
+    os_trajs = [t for t in recorded if t.domain == "os"]
+    train = [t for t in os_trajs if t.provenance.split == "train"]
+    held = [t for t in os_trajs if t.provenance.split == "test"]
+    rep = check_leakage(train, held)
+    # held-out close_and_save episodes end on the same empty desktop as a training close_discard one:
+    # one shared turn, vocabulary of the desktop, not a leak
+    assert rep.ok and rep.shared_turns > 0 and not rep.turn_copies
+    assert {m.held_out for m in rep.templates} == {template_of(t) for t in held}
+    assert [(m.held_out, m.train) for m in rep.similar_templates] == [("type_list", "save_new_document")]
+    assert rep.similar_templates[0].max_pair > 0.8

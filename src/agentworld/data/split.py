@@ -5,10 +5,22 @@ reaches ``near_duplicate``: a shingle is a hash of a word n-gram of one turn's a
 observation, lowercased, with digits and hex runs masked (so reruns that differ in PIDs,
 timestamps or hashes still match, and small edits inside a turn do not hide a copy). Near-duplicates are grouped
 (union-find) and a whole group goes to one side, chosen by a seeded hash of the group's
-smallest id, so adding trajectories never moves the others. :func:`check_leakage` then
-verifies a split independently: no trajectory id on both sides and no test trajectory
-with a near-duplicate in train. Shared single turns (``pwd`` -> ``/workspace``) are
-counted for information; they are the environment's vocabulary, not leakage.
+smallest id, so adding trajectories never moves the others. Trajectories of one template
+(``Provenance.task``; SWE: the repository of ``repair:<repo>:<mutation>``), of templates
+whose recordings are near-duplicates at template level (:func:`template_similarity`) and
+of trajectories that copy each other's turns (:func:`turn_copy_pairs`) are grouped the same
+way: whole template families are held out.
+
+:func:`check_leakage` then verifies a split independently: no trajectory id on both
+sides, no test trajectory with a near-duplicate in train, and no training trajectory that
+copies a test trajectory's turns: more than :data:`MAX_SHARED_TURNS` shared turns, or at
+least two making more than :data:`MAX_SHARED_FRACTION` of either one's turns (exact after
+the masking above; trivial turns -- an empty action, a bare prompt -- and the environment's
+vocabulary, a turn seen under :data:`VOCABULARY_SOURCES` or more templates, do not count).
+One shared turn is never a leak on its own: recorded episodes of different templates end on
+the same empty desktop or fetch the same page. It also reports, per held-out template, the
+most similar training template (:class:`TemplateMatch`), flagging pairs at or above
+``similar_templates`` (informational: the split of recorded data is the recorder's).
 
 :func:`select_split` reads one side of a split recorded by ``agentworld collect``
 (``Provenance.split``), optionally without the trajectories a benchmark evaluates:
@@ -34,6 +46,17 @@ _DIGITS = re.compile(r"\d+")
 _HEX = re.compile(r"\b(?=[0-9a-f]*\d)[0-9a-f]{6,}\b")
 SHINGLE_WORDS = 3
 """Words per shingle: short enough that one changed word costs few shingles."""
+MAX_SHARED_TURNS = 2
+"""A training trajectory sharing more non-trivial turns than this with a held-out one leaks it."""
+MAX_SHARED_FRACTION = 0.3
+"""... as does one sharing two or more making more than this share of either's non-trivial turns."""
+VOCABULARY_SOURCES = 3
+"""A turn recorded under this many templates (or template-less trajectories) is the
+environment's vocabulary (``ls`` at the start of every episode): it never counts as copied."""
+SIMILAR_TEMPLATES = 0.5
+"""Template-level Jaccard (:func:`template_similarity`) flagged by the leakage check and
+grouped by the split; on the recorded data one pair reaches it (os ``type_list`` ~
+``save_new_document``, 0.55), the next is at 0.46."""
 
 
 def _canonical(text: str) -> str:
@@ -49,6 +72,130 @@ def turn_fingerprint(action: str, observation: str) -> bytes:
 
 def fingerprints(traj: Trajectory) -> frozenset[bytes]:
     return frozenset(turn_fingerprint(t.action, t.observation) for t in traj.turns)
+
+
+def is_trivial_turn(action: str, observation: str) -> bool:
+    """A turn that says nothing of its episode: an empty action, or an observation of at most
+    one word (a bare prompt ``root@host:/w#``, ``>>>``, nothing)."""
+    from agentworld.data.filters import is_empty_action
+
+    return is_empty_action(action) or len(observation.split()) <= 1
+
+
+def content_fingerprints(traj: Trajectory) -> frozenset[bytes]:
+    """:func:`fingerprints` of the non-trivial turns (:func:`is_trivial_turn`)."""
+    return frozenset(turn_fingerprint(t.action, t.observation) for t in traj.turns
+                     if not is_trivial_turn(t.action, t.observation))
+
+
+def template_of(traj: Trajectory) -> str | None:
+    """The task template a trajectory was recorded from (``Provenance.task``; a SWE repair
+    ``repair:<repo>:<mutation>`` is the repository's), or None."""
+    task = traj.provenance.task
+    if not task:
+        return None
+    return task.split(":")[1] if task.startswith("repair:") and task.count(":") >= 2 else task
+
+
+def _sources(trajs: Sequence[Trajectory]) -> list[str]:
+    # What a trajectory was recorded under: its template, else its id. Trajectories rebuilt
+    # from benchmark samples carry no provenance: they take the template of the same id.
+    by_id = {t.id: tmpl for t in trajs if (tmpl := template_of(t))}
+    return [f"{t.domain}/{template_of(t) or by_id.get(t.id) or '#' + t.id}" for t in trajs]
+
+
+def turn_copy_pairs(
+    trajs: Sequence[Trajectory], *, boundary: int | None = None, max_shared: int = MAX_SHARED_TURNS,
+    max_fraction: float = MAX_SHARED_FRACTION, vocabulary: int = VOCABULARY_SOURCES,
+) -> list[tuple[int, int, int, float]]:
+    """(i, j, shared turns, shared fraction) for the pairs (i < j; with ``boundary``, only
+    i < boundary <= j) of trajectories that copy each other's turns:
+    more than ``max_shared`` non-trivial turns in common, or at least two that are more than
+    ``max_fraction`` of either trajectory's non-trivial turns. The fraction is of the smaller
+    trajectory. Turns recorded under ``vocabulary`` or more sources (templates, or ids of
+    template-less trajectories) do not count."""
+    fps = [content_fingerprints(t) for t in trajs]
+    sources = _sources(trajs)
+    seen_under: dict[bytes, set[str]] = defaultdict(set)
+    for fp, src in zip(fps, sources, strict=True):
+        for f in fp:
+            seen_under[f].add(src)
+    common = {f for f, srcs in seen_under.items() if len(srcs) >= vocabulary}
+    fps = [fp - common for fp in fps]
+    low = boundary if boundary is not None else 0
+    index: dict[bytes, list[int]] = defaultdict(list)
+    for j in range(low, len(fps)):
+        for f in fps[j]:
+            index[f].append(j)
+    pairs = []
+    for i in range(boundary if boundary is not None else len(fps)):
+        shared: dict[int, int] = defaultdict(int)
+        for f in fps[i]:
+            for j in index.get(f, ()):
+                if j > i:
+                    shared[j] += 1
+        for j, n in shared.items():
+            if n < 2:
+                continue
+            fraction = n / min(len(fps[i]), len(fps[j]))
+            if n > max_shared or fraction > max_fraction:
+                pairs.append((i, j, n, fraction))
+    return pairs
+
+
+@dataclass(frozen=True)
+class TemplateMatch:
+    """A held-out template and the most similar training template of its domain."""
+
+    domain: str
+    held_out: str
+    train: str
+    jaccard: float
+    """Jaccard of the two templates' shingle sets (every turn of every trajectory of each)."""
+    max_pair: float
+    """The highest shingle Jaccard of a held-out trajectory with a training one of the two."""
+
+
+def template_similarity(
+    train: Sequence[Trajectory], test: Sequence[Trajectory],
+    train_shingles: Sequence[frozenset[int]] | None = None, test_shingles: Sequence[frozenset[int]] | None = None,
+) -> list[TemplateMatch]:
+    """For each held-out template (:func:`template_of`; trajectories without one take the
+    template of the same id, else are left out), the training template of the same domain
+    whose recordings are most alike, by Jaccard of their pooled shingles. A template on both
+    sides is compared with itself. Sorted by domain, then most similar first."""
+    train_sh = list(train_shingles) if train_shingles is not None else [shingles(t) for t in train]
+    test_sh = list(test_shingles) if test_shingles is not None else [shingles(t) for t in test]
+    sources = _sources([*train, *test])
+    pools: list[dict[tuple[str, str], list[frozenset[int]]]] = [defaultdict(list), defaultdict(list)]
+    for k, sh in enumerate([*train_sh, *test_sh]):
+        domain, _, name = sources[k].partition("/")
+        if not name.startswith("#"):
+            pools[k >= len(train)][(domain, name)].append(sh)
+    train_pool, test_pool = pools
+    test_unions = {key: frozenset().union(*sets) for key, sets in test_pool.items()}
+    train_unions = {key: frozenset().union(*sets) for key, sets in train_pool.items()}
+    out = []
+    for (domain, held), hu in test_unions.items():
+        best: tuple[float, str] | None = None
+        for (d, name), tu in train_unions.items():
+            if d == domain:
+                jac = _jaccard(hu, tu)
+                if best is None or (jac, name) > best:
+                    best = (jac, name)
+        if best is None:
+            continue
+        jac, name = best
+        max_pair = max(_jaccard(a, b) for a in test_pool[(domain, held)] for b in train_pool[(domain, name)])
+        out.append(TemplateMatch(domain, held, name, jac, max_pair))
+    out.sort(key=lambda m: (m.domain, -m.jaccard, m.held_out))
+    return out
+
+
+def _jaccard(a: frozenset, b: frozenset) -> float:
+    inter = len(a & b)
+    union = len(a) + len(b) - inter
+    return inter / union if union else 0.0
 
 
 def shingles(traj: Trajectory, n: int = SHINGLE_WORDS) -> frozenset[int]:
@@ -131,9 +278,12 @@ class Split:
 
 
 def split_trajectories(
-    trajectories: Sequence[Trajectory], *, test_fraction: float = 0.1, seed: int = 0, near_duplicate: float = 0.8
+    trajectories: Sequence[Trajectory], *, test_fraction: float = 0.1, seed: int = 0, near_duplicate: float = 0.8,
+    similar_templates: float = SIMILAR_TEMPLATES,
 ) -> Split:
-    """Seeded split by trajectory; near-duplicate groups never straddle the sides."""
+    """Seeded split by trajectory; groups never straddle the sides: near-duplicates, a
+    template's trajectories, templates alike at ``similar_templates`` (a family) and
+    trajectories that copy each other's turns."""
     if not 0 <= test_fraction <= 1:
         raise ValueError(f"test_fraction must be in [0, 1], got {test_fraction}")
     fps = [shingles(t) for t in trajectories]
@@ -141,6 +291,14 @@ def split_trajectories(
     pairs = near_duplicate_pairs(fps, near_duplicate)
     for i, j, _ in pairs:
         uf.union(i, j)
+    for i, j, _, _ in turn_copy_pairs(trajectories):
+        uf.union(i, j)
+    first_by_source: dict[str, int] = {}
+    for i, src in enumerate(_sources(trajectories)):
+        if not src.partition("/")[2].startswith("#"):
+            uf.union(first_by_source.setdefault(src, i), i)
+    for a, b in _similar_template_pairs(trajectories, fps, similar_templates):
+        uf.union(first_by_source[a], first_by_source[b])
     # Identical ids are one trajectory written twice: they must land together too.
     first_by_id: dict[str, int] = {}
     for i, t in enumerate(trajectories):
@@ -162,29 +320,57 @@ def split_trajectories(
     return out
 
 
+def _similar_template_pairs(trajs: Sequence[Trajectory], sh: Sequence[frozenset[int]],
+                            threshold: float) -> list[tuple[str, str]]:
+    # Source pairs (domain/template) whose pooled shingles reach the threshold.
+    pools: dict[str, set[int]] = defaultdict(set)
+    for src, s in zip(_sources(trajs), sh, strict=True):
+        if not src.partition("/")[2].startswith("#"):
+            pools[src].update(s)
+    keys = sorted(pools)
+    return [(a, b) for n, a in enumerate(keys) for b in keys[n + 1:]
+            if a.partition("/")[0] == b.partition("/")[0] and _jaccard(frozenset(pools[a]), frozenset(pools[b])) >= threshold]
+
+
 @dataclass
 class LeakageReport:
     shared_ids: list[str] = field(default_factory=list)
     near_duplicates: list[tuple[str, str, float]] = field(default_factory=list)
-    """(test id, train id, jaccard) pairs above the threshold."""
+    """(test id, train id, score) pairs that leak: a shingle Jaccard at or above the
+    threshold, or a training trajectory that copies the test one's turns (then the score is
+    the copied share of the smaller one's turns; the pair is in ``turn_copies`` too)."""
+    turn_copies: list[tuple[str, str, int, float]] = field(default_factory=list)
+    """(test id, train id, shared turns, shared fraction): copied turns (:func:`turn_copy_pairs`)."""
     shared_turns: int = 0
     """Test turns whose exact fingerprint also occurs in train (informational)."""
     test_turns: int = 0
+    templates: list[TemplateMatch] = field(default_factory=list)
+    """Each held-out template's most similar training template, per domain (informational)."""
+    similar_templates_at: float = SIMILAR_TEMPLATES
 
     @property
     def ok(self) -> bool:
         return not self.shared_ids and not self.near_duplicates
 
+    @property
+    def similar_templates(self) -> list[TemplateMatch]:
+        """Template pairs at or above ``similar_templates_at``: one family split across the sides."""
+        return [m for m in self.templates if m.jaccard >= self.similar_templates_at]
+
 
 def check_leakage(
-    train: Sequence[Trajectory], test: Sequence[Trajectory], *, near_duplicate: float = 0.9
+    train: Sequence[Trajectory], test: Sequence[Trajectory], *, near_duplicate: float = 0.9,
+    max_shared_turns: int = MAX_SHARED_TURNS, max_shared_fraction: float = MAX_SHARED_FRACTION,
+    similar_templates: float = SIMILAR_TEMPLATES,
 ) -> LeakageReport:
-    """Check a split: no id on both sides, no test trajectory with a near-duplicate in train.
+    """Check a split: no id on both sides, no test trajectory with a near-duplicate in train,
+    no training trajectory that copies a test one's turns (:func:`turn_copy_pairs`); and
+    report how alike the held-out templates are to the training ones (:func:`template_similarity`).
 
     ``test`` is everything held out: a builder's own test split, trajectories recorded on
     the test side, and those a benchmark evaluates.
     """
-    report = LeakageReport()
+    report = LeakageReport(similar_templates_at=similar_templates)
     train_ids = {t.id for t in train}
     report.shared_ids = sorted({t.id for t in test} & train_ids)
     train_fps = [fingerprints(t) for t in train]
@@ -194,9 +380,19 @@ def check_leakage(
         report.test_turns += len(fp)
         report.shared_turns += len(fp & all_train_turns)
     n_train = len(train)
-    sets = [shingles(t) for t in train] + [shingles(t) for t in test]
-    for i, j, jac in near_duplicate_pairs(sets, near_duplicate, boundary=n_train):
+    train_sh = [shingles(t) for t in train]
+    test_sh = [shingles(t) for t in test]
+    for i, j, jac in near_duplicate_pairs([*train_sh, *test_sh], near_duplicate, boundary=n_train):
         report.near_duplicates.append((test[j - n_train].id, train[i].id, jac))
+    found = {(a, b) for a, b, _ in report.near_duplicates}
+    for i, j, n, fraction in turn_copy_pairs([*train, *test], boundary=n_train, max_shared=max_shared_turns,
+                                             max_fraction=max_shared_fraction):
+        pair = (test[j - n_train].id, train[i].id)
+        report.turn_copies.append((*pair, n, fraction))
+        if pair not in found:
+            found.add(pair)
+            report.near_duplicates.append((*pair, fraction))
+    report.templates = template_similarity(train, test, train_sh, test_sh)
     return report
 
 

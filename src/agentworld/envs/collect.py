@@ -80,11 +80,16 @@ def failures_path(out: Path) -> Path:
     return out.with_name(out.name.removesuffix(".jsonl") + ".failures.jsonl")
 
 
-def recorded_job_ids(out: Path) -> set[str]:
+ResumeKey = Callable[[Trajectory], str]
+"""A recorded trajectory -> the id of the job it fulfils (default: ``Provenance.job_id``, else
+the trajectory id); lets a caller that changed its job ids keep reading older files."""
+
+
+def recorded_job_ids(out: Path, resume_key: ResumeKey | None = None) -> set[str]:
     """Job ids already in ``out`` (bad lines are ignored: their jobs run again)."""
     if not out.exists():
         return set()
-    return {_job_id(t) for t in read_trajectories(out)}
+    return {(resume_key or _job_id)(t) for t in read_trajectories(out)}
 
 
 def run_collection(
@@ -101,10 +106,12 @@ def run_collection(
     near_duplicates: NearDuplicates | None = None,
     executor: ExecutorConfig | None = None,
     prereq: Prereq | None = None,
+    resume_key: ResumeKey | None = None,
 ) -> CollectionReport:
     """Record every job not yet in ``out`` with ``run_one`` (sync or async) on ``workers`` threads,
     or, with a Ray ``executor``, as Ray tasks on the nodes that pass ``prereq`` (``run_one``
     and ``prereq`` must pickle). Either way only this process writes the output files.
+    ``resume_key`` maps a recorded trajectory to its job id (:data:`ResumeKey`).
 
     Leftovers of killed runs are swept first (once per process; see :mod:`agentworld.envs.sweep`).
     """
@@ -117,7 +124,7 @@ def run_collection(
     if len(set(ids)) != len(ids):
         raise ValueError("job ids must be unique (they are the resume key)")
     report = CollectionReport(out=out, total=len(jobs))
-    done_ids = recorded_job_ids(out)
+    done_ids = recorded_job_ids(out, resume_key)
     todo = [j for j in jobs if j.job_id not in done_ids]
     report.skipped = len(jobs) - len(todo)
     t0 = time.monotonic()
@@ -155,21 +162,24 @@ def run_collection(
     if bench_dir is not None:
         test_ids = {j.job_id for j in jobs if j.split == "test"}
         report.bench_files, report.bench_left_out = write_bench(out, Path(bench_dir), test_ids, policy=policy,
-                                                                turn_key=turn_key, near_duplicates=near_duplicates)
+                                                                turn_key=turn_key, near_duplicates=near_duplicates,
+                                                                resume_key=resume_key)
     return report
 
 
 def write_bench(out: Path, bench_dir: Path, test_ids: set[str], *, policy: TurnPolicy | str = TurnPolicy.spread,
                 turn_key: Callable[[Turn], Hashable] | None = None,
-                near_duplicates: NearDuplicates | None = None) -> tuple[dict[str, int], int]:
+                near_duplicates: NearDuplicates | None = None,
+                resume_key: ResumeKey | None = None) -> tuple[dict[str, int], int]:
     """(Re)write ``<domain>_test.jsonl`` from the held-out trajectories recorded in ``out``;
     returns the samples written per file and how many held-out trajectories were left
     out for sharing a turn (by ``turn_key``) with a training trajectory, or for being a
     near-duplicate of one (``near_duplicates``: the ids among the held-out ones)."""
+    key = resume_key or _job_id
     trajs = list(read_trajectories(out))
-    train = [traj for traj in trajs if _job_id(traj) not in test_ids]
+    train = [traj for traj in trajs if key(traj) not in test_ids]
     seen = {turn_key(t) for traj in train for t in traj.turns} if turn_key else set()
-    held = [traj for traj in trajs if _job_id(traj) in test_ids and len(traj.turns) > 0]
+    held = [traj for traj in trajs if key(traj) in test_ids and len(traj.turns) > 0]
     copies = set(near_duplicates(train, held)) if near_duplicates and train and held else set()
     by_domain: dict[str, list[Trajectory]] = {}
     left_out = 0

@@ -2,11 +2,14 @@
 common options (``--out`` with one default layout, ``--episodes``, ``--test-episodes``,
 ``--seed``, ``--workers``, ``--bench-dir``, the ``--agent`` spec, declared once by
 :func:`collect_command`), and running plus reporting a collection. Every collection
-resumes: a rerun of the same command records only the episodes its output file lacks."""
+resumes: a rerun of the same command records only the episodes its output file lacks,
+by job id ``{domain}-{side}-{template}-{seed}`` (:func:`job_id`; files written before the
+template was part of it, ``{domain}-{side}-{seed}``, still count: :func:`resume_key`)."""
 
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -82,15 +85,75 @@ def agent_settings(agent: str, opts: list[str] | None) -> dict[str, Any] | None:
     return settings
 
 
+FAMILY_SPLIT_RULE = "template-v1+family"
+"""``split_by`` of jobs whose domain groups templates in families: the template-v1 rule over
+families (ranked by the family's name) instead of single templates."""
+
+
+def job_id(domain: str, side: str, template: str | None, seed: int) -> str:
+    """The resume key (and trajectory id) of one episode: two templates on the same seed are
+    two jobs."""
+    return f"{domain}-{side}-{template}-{seed}" if template else f"{domain}-{side}-{seed}"
+
+
+def _recorded_template(task: str) -> str:
+    # A recorded SWE episode names its bug, ``repair:<repo>:<mutation>``; its template is the repo.
+    return task.split(":")[1] if task.startswith("repair:") and task.count(":") >= 2 else task
+
+
+def resume_key(domain: str) -> Callable[[Any], str]:
+    """A recorded trajectory -> its job id. An id of the older form ``{domain}-{side}-{seed}``
+    is read with the template the trajectory recorded (``Provenance.task``), so files written
+    before templates were part of the key resume as before; one without a recorded task keeps
+    its old id and is recorded again under the new one."""
+    legacy = re.compile(rf"{re.escape(domain)}-(train|test)-(\d+)")
+
+    def key(traj: Any) -> str:
+        prov = traj.provenance
+        old = prov.job_id or traj.id
+        match = legacy.fullmatch(old)
+        if match is None or not prov.task:
+            return old
+        return job_id(domain, match.group(1), _recorded_template(prov.task), int(match.group(2)))
+
+    return key
+
+
+def split_families(domain: str, templates: list[str], categories: dict[str, str] | None = None) -> Any:
+    """:func:`agentworld.envs.split.split_templates` over template families
+    (:func:`agentworld.envs.templates.template_families`): near-duplicate templates are held
+    out, or trained on, together. A family is ranked by its name and takes the category of
+    the template of that name (else of its first member); a template alone in its family
+    (the default) falls where it fell before."""
+    from agentworld.envs.split import TemplateSplit, split_templates
+    from agentworld.envs.templates import template_families
+
+    family = template_families(domain, sorted(set(templates)))
+    members: dict[str, list[str]] = {}
+    for name, fam in family.items():
+        members.setdefault(fam, []).append(name)
+    if all(len(m) == 1 and m[0] == f for f, m in members.items()):
+        return split_templates(domain, templates, families=categories)
+    cats = categories or {}
+    family_category = {f: cats.get(f if f in m else m[0], f) for f, m in members.items()}
+    split = split_templates(domain, list(members), families=family_category if categories else None)
+    return TemplateSplit(domain, tuple(sorted(n for f in split.train for n in members[f])),
+                         tuple(sorted(n for f in split.test for n in members[f])))
+
+
 def split_jobs(domain: str, episodes: int, test_episodes: int, seed: int, templates: list[str],
                only: list[str] | None = None, families: dict[str, str] | None = None) -> list[Any]:
     """Training jobs on seeds ``seed..`` over the training templates, held-out ones on
-    ``HELD_OUT + seed..`` over the held-out templates (:mod:`agentworld.envs.split`);
-    each side cycles through its templates, restricted to ``only`` when given."""
+    ``HELD_OUT + seed..`` over the held-out templates (:mod:`agentworld.envs.split`, by
+    template family: :func:`split_families`; ``families`` maps templates to their
+    categories); each side cycles through its templates, restricted to ``only`` when given."""
     from agentworld.envs.collect import EpisodeJob
-    from agentworld.envs.split import SPLIT_RULE, split_templates
+    from agentworld.envs.split import SPLIT_RULE
+    from agentworld.envs.templates import template_families
 
-    split = split_templates(domain, templates, families=families)
+    split = split_families(domain, templates, families)
+    grouped = len(set(template_families(domain, sorted(set(templates))).values())) < len(set(templates))
+    rule = FAMILY_SPLIT_RULE if grouped else SPLIT_RULE
     jobs = []
     for side, n, base, names in (("train", episodes, seed, split.train), ("test", test_episodes, HELD_OUT + seed, split.test)):
         names = [t for t in names if only is None or t in only]
@@ -99,8 +162,8 @@ def split_jobs(domain: str, episodes: int, test_episodes: int, seed: int, templa
                        f"{side}-split templates: {', '.join(getattr(split, side))}")
         for i in range(n):
             s = base + i
-            jobs.append(EpisodeJob(job_id=f"{domain}-{side}-{s}", seed=s, split=side, task=names[i % len(names)],
-                                   split_by=SPLIT_RULE))
+            task = names[i % len(names)]
+            jobs.append(EpisodeJob(job_id=job_id(domain, side, task, s), seed=s, split=side, task=task, split_by=rule))
     return jobs
 
 
@@ -125,7 +188,7 @@ def run_and_report(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], 
     try:
         report = run_collection(jobs, run_one, out=out_path, workers=workers, bench_dir=bench_dir, desc=f"{domain} episodes",
                                 turn_key=lambda t: turn_fingerprint(t.action, t.observation), near_duplicates=near_copies,
-                                executor=executor, prereq=prereq)
+                                executor=executor, prereq=prereq, resume_key=resume_key(domain))
     except ExecutorUnavailable as exc:
         raise fail(exc.message, exc.fix) from None
     for note in report.notes:
