@@ -105,19 +105,28 @@ def split_cmd(
     = SplitSide.train,
     exclude_bench: Annotated[Path | None, typer.Option(
         help="Benchmark directory: leave out the trajectories its samples evaluate.")] = None,
+    drop_leaks: Annotated[bool, typer.Option(
+        "--drop-leaks/--keep-leaks",
+        help="Train side: leave out trajectories that near-duplicate, or copy turns of, a held-out one.")] = True,
 ) -> None:
     """Write one side of a recorded train/test split (skips *.failures.jsonl in directories)."""
+    from rich.markup import escape
+
     from agentworld.data.split import select_split  # lazy: the data package loads numpy
 
     try:
-        sel = select_split(sources, split=split.value, exclude_bench=exclude_bench)
+        sel = select_split(sources, split=split.value, exclude_bench=exclude_bench, drop_leaks=drop_leaks)
     except FileNotFoundError as exc:
         raise fail(str(exc)) from None
     report_line_errors(sel.errors)
     write_trajectories(output, sel.trajectories)
     excluded = f", {sel.in_bench} evaluated by {exclude_bench}" if exclude_bench is not None else ""
+    n_leaked = len({train_id for train_id, _, _ in sel.leaked})
+    leaked = f", {n_leaked} left out for leaking held-out ones" if n_leaked else ""
     out.print(f"{output}: {len(sel.trajectories)} {split.value}-split trajectories of {sel.read} read from "
-              f"{len(sel.files)} files ({sel.other_split} on the other side{excluded})")
+              f"{len(sel.files)} files ({sel.other_split} on the other side{excluded}{leaked})")
+    for train_id, test_id, score in sel.leaked[:5]:
+        console.print(f"[yellow]left out[/] {escape(train_id)}: leaks held-out {escape(test_id)} ({score:.2f})")
 
 
 @app.command()

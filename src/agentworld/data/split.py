@@ -412,6 +412,9 @@ class SplitSelection:
     """Trajectories recorded on the other side of the split."""
     in_bench: int = 0
     """Trajectories left out because a benchmark sample evaluates them."""
+    leaked: list[tuple[str, str, float]] = field(default_factory=list)
+    """(training id, held-out id, score): training trajectories left out because they leak a
+    held-out one (:func:`check_leakage`: a near-duplicate, or copied turns)."""
     errors: list[LineError] = field(default_factory=list)
     """Bad lines (skipped), with file and line."""
 
@@ -456,19 +459,24 @@ def bench_trajectory_ids(directories: Sequence[str | Path]) -> set[str]:
 
 
 def select_split(sources: Sequence[str | Path], *, split: str = "train",
-                 exclude_bench: str | Path | None = None) -> SplitSelection:
+                 exclude_bench: str | Path | None = None, drop_leaks: bool = True,
+                 near_duplicate: float = 0.9) -> SplitSelection:
     """The trajectories of one side of a recorded split (``Provenance.split``, stamped by
     ``agentworld collect``).
 
     ``test`` keeps the held-out trajectories; ``train`` keeps every other one, including
     trajectories recorded without a split. With ``exclude_bench``, trajectories a
     benchmark sample there evaluates (:func:`bench_trajectories`) are left out too, so a training set
-    or a retrieval index never holds an evaluated episode. Bad lines are skipped and
-    listed in ``errors``.
+    or a retrieval index never holds an evaluated episode. With ``drop_leaks`` (train
+    only), training trajectories that leak a held-out one -- the other side read, or a
+    benchmark's -- are left out and listed in ``leaked`` (:func:`check_leakage`, at
+    ``near_duplicate``). Bad lines are skipped and listed in ``errors``.
     """
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r} (known: {', '.join(SPLITS)})")
-    held_out = bench_trajectory_ids([exclude_bench] if exclude_bench is not None else [])
+    bench = bench_trajectories([exclude_bench] if exclude_bench is not None else [])
+    held_out = set(bench)
+    others: list[Trajectory] = []
     out = SplitSelection()
     for source in sources:
         out.files.extend(trajectory_files(source))
@@ -479,8 +487,15 @@ def select_split(sources: Sequence[str | Path], *, split: str = "train",
             out.read += 1
             if (traj.provenance.split == "test") != (split == "test"):
                 out.other_split += 1
+                others.append(traj)
             elif traj.id in held_out:
                 out.in_bench += 1
+                others.append(traj)
             else:
                 out.trajectories.append(traj)
+    if split == "train" and drop_leaks and out.trajectories and (others or bench):
+        report = check_leakage(out.trajectories, [*others, *bench.values()], near_duplicate=near_duplicate)
+        out.leaked = sorted({(train_id, test_id, score) for test_id, train_id, score in report.near_duplicates})
+        leaked = {train_id for train_id, _, _ in out.leaked}
+        out.trajectories = [t for t in out.trajectories if t.id not in leaked]
     return out
