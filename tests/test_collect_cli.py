@@ -121,3 +121,16 @@ def test_collect_holds_out_whole_families() -> None:
     assert split_families("terminal", TERMINAL.names(), TERMINAL.families()) == \
         split_templates("terminal", TERMINAL.names(), families=TERMINAL.families())
     assert {j.split_by for j in split_jobs("terminal", 3, 3, 0, TERMINAL.names(), None, TERMINAL.families())} == {SPLIT_RULE}
+
+
+def test_a_file_split_by_another_rule_is_noted(tmp_path: Path) -> None:
+    from agentworld.cli.collect._app import FAMILY_SPLIT_RULE, _other_split_rules
+    from agentworld.records.trajectory import Provenance, Trajectory
+
+    out = tmp_path / "os.jsonl"
+    assert _other_split_rules(out, {FAMILY_SPLIT_RULE}) == []
+    old = Trajectory(id="os-train-0", domain="os", provenance=Provenance(job_id="os-train-0", split="train",
+                                                                         split_by="template-v1"))
+    write_trajectories(out, [old])
+    assert _other_split_rules(out, {FAMILY_SPLIT_RULE}) == ["template-v1"]
+    assert _other_split_rules(out, {"template-v1"}) == []

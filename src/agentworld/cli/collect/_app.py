@@ -180,6 +180,10 @@ def run_and_report(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], 
     out_path = out_path or OUT_DIR / f"{domain}.jsonl"
     if (swept := sweep_leftovers()).total:
         console.print(str(swept))
+    if other_rules := _other_split_rules(out_path, {j.split_by for j in jobs} - {None}):
+        console.print(f"[yellow]note:[/] {escape(str(out_path))} holds episodes split by {', '.join(other_rules)}, "
+                      "which may put some templates on the other side: the file's two sides can then share a "
+                      "template (the data leakage check reports it); record into another --out to keep them apart")
     # Held-out samples must not be training turns nor near-copies of training episodes (digits
     # masked), so a data build from the same recordings passes its leakage check.
     def near_copies(train: list[Any], held: list[Any]) -> list[str]:
@@ -205,6 +209,16 @@ def run_and_report(domain: str, jobs: list[Any], run_one: Callable[[Any], Any], 
             console.print(f"[yellow]failed[/] {job_id}: {msg}")
         console.print(f"[yellow]hint:[/] details in {failures_path(out_path)}; run the same command again to retry them")
         raise typer.Exit(code=1)
+
+
+def _other_split_rules(out_path: Path, rules: set[str]) -> list[str]:
+    """The ``split_by`` rules of the episodes already in ``out_path`` other than ``rules``."""
+    from agentworld.records.trajectory import read_trajectories
+
+    if not rules or not out_path.exists():
+        return []
+    found = {getattr(t.provenance, "split_by", None) for t in read_trajectories(out_path).items}
+    return sorted(r for r in found - rules if r)
 
 
 @dataclass(frozen=True)
