@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,18 +122,8 @@ def turn_copy_pairs(
             seen_under[f].add(src)
     common = {f for f, srcs in seen_under.items() if len(srcs) >= vocabulary}
     fps = [fp - common for fp in fps]
-    low = boundary if boundary is not None else 0
-    index: dict[bytes, list[int]] = defaultdict(list)
-    for j in range(low, len(fps)):
-        for f in fps[j]:
-            index[f].append(j)
     pairs = []
-    for i in range(boundary if boundary is not None else len(fps)):
-        shared: dict[int, int] = defaultdict(int)
-        for f in fps[i]:
-            for j in index.get(f, ()):
-                if j > i:
-                    shared[j] += 1
+    for i, shared in _shared_counts(fps, boundary):
         for j, n in shared.items():
             if n < 2:
                 continue
@@ -223,23 +213,9 @@ def near_duplicate_pairs(
     the Jaccard of pairs proposed by rarer ones). With ``boundary`` only pairs across it
     (i < boundary <= j) are compared: a leakage check needs no train-train pairs.
     """
-    # With a boundary only the right side is indexed: the left is only ever looked up.
-    low = boundary if boundary is not None else 0
-    index: dict[object, list[int]] = defaultdict(list)
-    for j in range(low, len(fps)):
-        for f in fps[j]:
-            index[f].append(j)
     pairs = []
-    for i in range(boundary if boundary is not None else len(fps)):
+    for i, shared in _shared_counts(fps, boundary, max_df=max_df):
         fp = fps[i]
-        shared: dict[int, int] = defaultdict(int)
-        for f in fp:
-            posting = index.get(f)
-            if posting is None or len(posting) > max_df:
-                continue
-            for j in posting:
-                if j > i:
-                    shared[j] += 1
         for j in shared:
             other = fps[j]
             # Jaccard is at most the size ratio: skip the set operations when that is too low.
@@ -251,6 +227,29 @@ def near_duplicate_pairs(
             if jac >= threshold:
                 pairs.append((i, j, jac))
     return pairs
+
+
+def _shared_counts(fps: Sequence[frozenset], boundary: int | None, *,
+                   max_df: int | None = None) -> Iterator[tuple[int, dict[int, int]]]:
+    """For each left set i, how many elements it shares with each later set j (i < j; with
+    ``boundary``, only j >= boundary), from an inverted index. Elements in more than
+    ``max_df`` sets propose no candidates."""
+    # With a boundary only the right side is indexed: the left is only ever looked up.
+    low = boundary if boundary is not None else 0
+    index: dict[object, list[int]] = defaultdict(list)
+    for j in range(low, len(fps)):
+        for f in fps[j]:
+            index[f].append(j)
+    for i in range(boundary if boundary is not None else len(fps)):
+        shared: dict[int, int] = defaultdict(int)
+        for f in fps[i]:
+            posting = index.get(f)
+            if posting is None or (max_df is not None and len(posting) > max_df):
+                continue
+            for j in posting:
+                if j > i:
+                    shared[j] += 1
+        yield i, shared
 
 
 class _UnionFind:
