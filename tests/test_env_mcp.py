@@ -174,7 +174,8 @@ def test_collect_cli_writes_bench_and_resumes(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     bench = load_bench_dir(tmp_path / "bench")
     assert not bench.errors and {s.domain for s in bench.samples} == {"mcp"}
-    assert {s.trajectory_id for s in bench.samples} == {"mcp-test-1000000", "mcp-test-1000001"}
+    # ids name the template (the resume key): two templates on one seed are two episodes
+    assert {s.trajectory_id for s in bench.samples} == {"mcp-test-time-1000000", "mcp-test-time-1000001"}
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and "0 recorded, 3 already there" in " ".join(again.output.split())
 
