@@ -61,22 +61,21 @@ class Cgroup:
         """
         name = f"agentworld-{uuid.uuid4().hex[:12]}"
         v2 = (CGROUP_ROOT / "cgroup.controllers").exists()
+        planned = [_parent_v2() / name] if v2 else \
+            [_parent_v1(c) / name for c in _V1_CONTROLLERS if (CGROUP_ROOT / c).is_dir()]
         if record is not None:
-            planned = [_parent_v2() / name] if v2 else \
-                [_parent_v1(c) / name for c in _V1_CONTROLLERS if (CGROUP_ROOT / c).is_dir()]
             record.write_text("".join(f"{d}\n" for d in planned))
         try:
-            return cls._create_v2(name, limits) if v2 else cls._create_v1(name, limits)
+            return cls._create_v2(planned[0], limits) if v2 else cls._create_v1(planned, limits)
         except OSError:
             if record is not None:
                 record.unlink(missing_ok=True)
             return None
 
     @classmethod
-    def _create_v2(cls, name: str, limits: Limits) -> Cgroup:
-        parent = _parent_v2()
+    def _create_v2(cls, d: Path, limits: Limits) -> Cgroup:
+        parent = d.parent
         wanted = {"memory", "pids", "cpu"} & set((CGROUP_ROOT / "cgroup.controllers").read_text().split())
-        d = parent / name
         for attempt in range(3):
             try:
                 parent.mkdir(exist_ok=True)
@@ -95,8 +94,8 @@ class Cgroup:
         return cg
 
     @classmethod
-    def _create_v1(cls, name: str, limits: Limits) -> Cgroup:
-        dirs = []
+    def _create_v1(cls, planned: list[Path], limits: Limits) -> Cgroup:
+        """One folder per mounted controller of :data:`_V1_CONTROLLERS` (``planned``)."""
         settings = {
             "memory": {"memory.limit_in_bytes": str(limits.memory_mb << 20)},
             "pids": {"pids.max": str(limits.pids)},
@@ -105,17 +104,13 @@ class Cgroup:
             "cpuacct": {},
             "freezer": {},
         }
-        for controller, files in settings.items():
-            base = CGROUP_ROOT / controller
-            if not base.is_dir():
-                continue
-            d = _parent_v1(controller) / name
+        dirs = []
+        for d in planned:
             _mkdir(d)
             dirs.append(d)
-            for fname, value in files.items():
+            for fname, value in settings[_controller(d)].items():
                 _write(d / fname, value)
-        assert tuple(settings) == _V1_CONTROLLERS
-        if not any(d.relative_to(CGROUP_ROOT).parts[0] == "memory" for d in dirs):
+        if not any(_controller(d) == "memory" for d in dirs):
             # Without the memory controller the rlimit fallback must stay on.
             for d in dirs:
                 d.rmdir()
@@ -224,6 +219,11 @@ class Cgroup:
                     with contextlib.suppress(OSError):  # caller's own cgroup can be removed
                         d.parent.rmdir()
                 return
+
+
+def _controller(d: Path) -> str:
+    """The v1 controller a cgroup folder belongs to (its hierarchy's mount under the root)."""
+    return d.relative_to(CGROUP_ROOT).parts[0]
 
 
 def _mkdir(d: Path) -> None:
