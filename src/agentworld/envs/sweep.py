@@ -396,9 +396,12 @@ def _still_there(found: list[Leftover], starts: dict[int, int]) -> list[Leftover
 
 
 def unmount_below(folder: Path) -> int:
-    """Unmount every mount at or under ``folder`` (deepest first); how many."""
+    """Unmount every mount at or under ``folder``, the latest first (the mount table lists
+    them in the order they were made: a sandbox's overlay goes before the tmpfs holding its
+    upper layer, which a deepest-path order would try first); how many."""
     prefix = str(folder.resolve())
-    mine = sorted({p for p, _ in _mounts() if p == prefix or p.startswith(prefix + "/")}, key=len, reverse=True)
+    under = [p for p, _ in _mounts() if p == prefix or p.startswith(prefix + "/")]
+    mine = list(dict.fromkeys(reversed(under)))
     for point in mine:
         if subprocess.run(["umount", point], capture_output=True).returncode != 0:
             subprocess.run(["umount", "-l", point], capture_output=True)

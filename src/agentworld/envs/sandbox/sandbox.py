@@ -46,6 +46,7 @@ from agentworld.envs.sandbox.limits import Cgroup, Limits, ulimit_script
 from agentworld.envs.sandbox.prereq import check_host
 from agentworld.envs.sandbox.rootfs import ID_COUNT, SANDBOX_UID, RootfsSpec, ensure_rootfs, shift_tree, shifted_rootfs
 from agentworld.envs.sandbox.seccomp import filter_path
+from agentworld.envs.sweep import unmount_below
 
 # Docker's default set, held over the sandbox's own user namespace only and only by
 # sandboxes that ask for it (useradd/chown/su tasks): nothing over the host either way.
@@ -231,7 +232,7 @@ class Sandbox:
         for p in self._procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=5)
-        _unmount(self.dir)
+        unmount_below(self.dir)  # overlay root, layer tmpfs, user namespace
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> Sandbox:
@@ -422,20 +423,6 @@ class Sandbox:
             disk_full=st.f_bavail * st.f_frsize < 1 << 20,
             pids_full=self.cgroup is not None and self.cgroup.pids_current() >= self.limits.pids - 2,
         )
-
-
-def _unmount(folder: Path) -> None:
-    for mnt in (folder / "root", folder / "layer", folder / "userns"):
-        mounted = os.path.ismount(mnt) or (mnt.name == "userns" and str(mnt) in _mounts())
-        if mounted and subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
-
-
-def _mounts() -> str:
-    try:
-        return Path("/proc/self/mounts").read_text()
-    except OSError:
-        return ""
 
 
 def _wait(p: subprocess.Popen[bytes], timeout: float | None) -> None:
