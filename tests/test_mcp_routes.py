@@ -10,10 +10,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -97,47 +99,45 @@ def _probe(folder: EpisodeFolder, script: str, limits: Limits) -> subprocess.Com
                           capture_output=True, text=True, timeout=120)
 
 
-def test_a_server_fork_bomb_stops_at_the_process_limit(tmp_path: Path) -> None:
-    limits = Limits(pids=40)
+@contextlib.contextmanager
+def _episode(tmp_path: Path, limits: Limits) -> Iterator[EpisodeFolder]:
+    """An MCP episode's folder (tmpfs workspace, cgroup) that is gone afterwards, mounts included."""
     (tmp_path / "ep").mkdir()
     folder = EpisodeFolder.create(tmp_path / "ep", limits)
     try:
+        yield folder
+    finally:
+        folder.remove()
+    assert not (tmp_path / "ep").exists() and str(tmp_path / "ep") not in Path("/proc/mounts").read_text()
+
+
+def test_a_server_fork_bomb_stops_at_the_process_limit(tmp_path: Path) -> None:
+    limits = Limits(pids=40)
+    with _episode(tmp_path, limits) as folder:
         assert folder.cgroup is not None
         res = _probe(folder, "n=0; for i in $(seq 1 200); do sleep 30 & n=$((n+1)); done 2>/dev/null; "
                              "ps -e --no-headers | wc -l", limits)
         assert folder.cgroup.pids_denied() > 0, res
         assert len(folder.cgroup.pids()) <= 40
-    finally:
-        folder.remove()
-    assert not (tmp_path / "ep").exists()
 
 
 def test_a_server_memory_hog_is_killed(tmp_path: Path) -> None:
     limits = Limits(memory_mb=96)
-    (tmp_path / "ep").mkdir()
-    folder = EpisodeFolder.create(tmp_path / "ep", limits)
-    try:
+    with _episode(tmp_path, limits) as folder:
         assert folder.cgroup is not None
         res = _probe(folder, "python3 -c 'x = bytearray(400 << 20); print(len(x))'; echo rc=$?", limits)
         assert "rc=0" not in res.stdout, res
         assert folder.cgroup.oom_kills() > 0
-    finally:
-        folder.remove()
 
 
 def test_the_workspace_is_capped_and_off_the_host_disk(tmp_path: Path) -> None:
     limits = Limits(disk_mb=8)
-    (tmp_path / "ep").mkdir()
-    folder = EpisodeFolder.create(tmp_path / "ep", limits)
-    free_before = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize
-    try:
+    with _episode(tmp_path, limits) as folder:
+        free_before = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize
         res = _probe(folder, "head -c 50M /dev/zero > /workspace/fill; echo rc=$?", limits)
         assert "No space left on device" in res.stderr, res
         assert folder.disk_full()
         assert os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize > free_before - (4 << 20)
-    finally:
-        folder.remove()
-    assert str(tmp_path / "ep") not in Path("/proc/mounts").read_text()
 
 
 def test_a_full_workspace_is_reported_on_the_step(tmp_path: Path) -> None:
