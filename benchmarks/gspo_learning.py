@@ -7,7 +7,7 @@ earns a little). Prints the mean reward of every step, the mean of the first and
 ``--window`` steps, and the seconds a step.
 
     python benchmarks/gspo_learning.py                 # 30 steps
-    python benchmarks/gspo_learning.py --steps 60 --lr 5e-3
+    python benchmarks/gspo_learning.py --seed 3 --precision bf16
 """
 
 from __future__ import annotations
@@ -25,14 +25,16 @@ EXAMPLES = Path(__file__).parents[1] / "examples"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--lr", type=float, default=2e-2)
+    parser.add_argument("--lr", type=float, default=3e-2)
     parser.add_argument("--length", type=int, default=32, help="max completion tokens")
     parser.add_argument("--window", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--precision", default="fp32", help="fp32 (pinned default), bf16 or auto")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         curve = learning_run(Path(tmp), [str(EXAMPLES / "trajectories.jsonl")], steps=args.steps, lr=args.lr,
-                             length=args.length)
+                             length=args.length, seed=args.seed, precision=args.precision)
         seconds = time.perf_counter() - start
     for i, r in enumerate(curve, 1):
         print(f"step {i:3d}  reward {r:.3f}  " + "#" * round(r * 40))

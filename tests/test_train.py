@@ -250,7 +250,10 @@ def test_block_reward_ranks_the_closed_block_first(tiny: Path) -> None:
 def test_gspo_learns_a_learnable_reward(tmp_path: Path) -> None:
     from agentworld.train.probe import learning_run
 
-    curve = learning_run(tmp_path, [str(EXAMPLES / "trajectories.jsonl")], steps=12)
-    assert len(curve) == 12
+    # fp32 pinned (learning_run's default), so the curve is the same with and without native bf16.
+    curve = learning_run(tmp_path, [str(EXAMPLES / "trajectories.jsonl")], steps=20)
+    assert len(curve) == 20
     first, last = sum(curve[:3]) / 3, sum(curve[-3:]) / 3
-    assert last > first, curve  # the reward rises: GSPO learns
+    # A random policy earns under 0.1; learning the block's tokens earns about 0.5 (seeds 0-3 all
+    # ended above 0.5), so a rise of 0.2 is learning, not noise.
+    assert last > first + 0.2, curve
