@@ -5,7 +5,7 @@ from collections.abc import Mapping
 
 from agentworld.domains._spec import DomainSpec
 from agentworld.domains.effects import Effect, Effects
-from agentworld.tool_calls import read_tool_call
+from agentworld.domains.presented import tool_call
 
 SPEC = DomainSpec(
     name="search",
@@ -53,7 +53,7 @@ def result_blocks(text: str) -> list[tuple[int, str, list[str]]]:
 def effects(action: str, observation: str = "", *, env: Mapping[str, str] | None = None) -> Effects:
     """What a search-domain call did: memory entries set or removed, pages extracted
     (their first 4000 characters, which later extractions must agree with)."""
-    call = read_tool_call(action)
+    call = tool_call(action)
     if call is None:
         return Effects()
     name, args = call

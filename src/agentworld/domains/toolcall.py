@@ -18,8 +18,8 @@ from typing import Any
 
 from agentworld.domains import sql
 from agentworld.domains.effects import Effect, Effects
+from agentworld.domains.presented import tool_call
 from agentworld.domains.terminal import effects as terminal_effects
-from agentworld.tool_calls import read_tool_call
 
 WRITE = re.compile(r"write|create_file|save|put_file|overwrite", re.I)
 READ = re.compile(r"read|view|get_file|cat|open", re.I)
@@ -85,7 +85,7 @@ def reads_file(name: str, args: dict[str, Any]) -> bool:
 def effects(action: str, observation: str = "", *, env: Mapping[str, str] | None = None) -> Effects:
     """The effects of one tool call given its result (``""``: not known yet); a failed
     call (``isError``) has none. ``env`` expands variables in shell tools' commands."""
-    call = read_tool_call(action)
+    call = tool_call(action)
     if call is None:
         return Effects()
     name, args = call

@@ -8,7 +8,7 @@ shell reading (:mod:`.shell`: words, commands, here-documents) and what an actio
 
 from agentworld.domains._spec import DomainSpec
 from agentworld.domains.terminal.effects import effects
-from agentworld.domains.terminal.keys import ActionError, Batch, action_json, parse_action, typed_text
+from agentworld.domains.terminal.keys import ActionError, Batch, action_json, parse_action, read_batches, typed_text
 from agentworld.domains.terminal.screen import last_prompt
 
 SPEC = DomainSpec(
@@ -39,4 +39,5 @@ SPEC = DomainSpec(
     ),
 )
 
-__all__ = ["SPEC", "ActionError", "Batch", "action_json", "effects", "last_prompt", "parse_action", "typed_text"]
+__all__ = ["SPEC", "ActionError", "Batch", "action_json", "effects", "last_prompt", "parse_action", "read_batches",
+           "typed_text"]

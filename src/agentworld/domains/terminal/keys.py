@@ -12,6 +12,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from agentworld.domains.presented import action_of
+
 DEFAULT_DURATION = 1.0
 MAX_DURATION = 60.0
 _NAMED = re.compile(
@@ -81,13 +83,23 @@ def parse_action(action: str | list | dict) -> list[Batch]:
         batches.append(Batch(item["keystrokes"], min(max(duration, 0.0), MAX_DURATION)))
     return batches
 
+def read_batches(action: str) -> list[Batch]:
+    """The batches of an action as a user turn carries it, bare or in the published
+    presentation (:mod:`agentworld.domains.presented`); raises :class:`ActionError`.
+    Readers of recorded actions use this; an environment executes only bare actions
+    (:func:`parse_action`)."""
+    return parse_action(action_of(action))
+
+
 def typed_text(action: str) -> str:
-    """The text an action types: its batches joined, key presses (``C-c``, ``Escape``...)
-    left out; an action that is not a keystroke list is taken as typed text itself."""
+    """The text an action types, bare or presented: its batches joined, key presses
+    (``C-c``, ``Escape``...) left out; an action that is not a keystroke list is taken as
+    typed text itself."""
+    bare = action_of(action)
     try:
-        return "".join(b.keystrokes for b in parse_action(action) if not b.is_key)
+        return "".join(b.keystrokes for b in parse_action(bare) if not b.is_key)
     except ActionError:
-        return action
+        return bare
 
 
 def action_json(*batches: tuple[str, float]) -> str:
