@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from agentworld.domains import DOMAINS, domain_of_task
+from agentworld.domains.presented import action_of
 from agentworld.jsonl import LineError, read_jsonl, write_jsonl
 from agentworld.parsing import clean_observation
 
@@ -78,7 +79,24 @@ class BenchSample(BaseModel):
 
     @property
     def action(self) -> str:
+        """The evaluated action as stored (published records frame it in markdown: see
+        :mod:`agentworld.domains.presented`); :meth:`with_bare_actions` reads it bare."""
         return as_text(self.current_prompt)
+
+    def with_bare_actions(self) -> BenchSample:
+        """This sample with every action bare: ``prompt`` entries and ``current_prompt`` read
+        through the published presentation (turn header, current state, ``**Action:**``,
+        fence) to the action itself. What reads a record's actions (the rule scorer, the
+        leakage check) reads this view, so a presented record and its bare twin are the
+        same record to it; the chat messages keep the stored text. ``self`` when nothing
+        changes."""
+        prompt = [action_of(p) if isinstance(p, str) else p for p in self.prompt]
+        current = action_of(self.current_prompt) if isinstance(self.current_prompt, str) else self.current_prompt
+        if prompt == self.prompt and current == self.current_prompt:
+            return self
+        bare = self.model_copy(update={"prompt": prompt, "current_prompt": current})
+        bare._key_order = list(self._key_order)
+        return bare
 
     @property
     def ground_truth(self) -> str:

@@ -78,6 +78,9 @@ footer) -- and its body, the action's result.
 
 Fractions map to 1-5 as ``1 + round(4 * f)``. A prediction that is truncated, missing or
 failed scores 1 on every dimension (a valid, bad judgement -- not a judge failure).
+
+Actions are read bare (:meth:`BenchSample.with_bare_actions`): a record whose user turns
+frame the action as published records do scores as the same record with bare actions.
 """
 
 from __future__ import annotations
@@ -193,6 +196,9 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
     """Scores and the measurements behind them for one predicted observation."""
     if pred is None:
         return _no_answer("no valid observation")
+    # Every rule reads the bare actions: a record in the published presentation (turn
+    # header, ``**Action:**``, a fence) scores as its bare twin does.
+    sample = sample.with_bare_actions()
     rules = rules_for(sample.domain)
     truth = sample.ground_truth
     if (why := degenerate_answer(sample, pred)) is not None:

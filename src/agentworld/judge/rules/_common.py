@@ -13,6 +13,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from agentworld.domains.errors import is_error
+from agentworld.domains.presented import action_of
 from agentworld.domains.terminal.screen import PROMPT_START
 from agentworld.prompts import INITIAL_STATE_TITLE, prompt_section
 
@@ -181,13 +182,19 @@ def impossible_values(text: str) -> list[str]:
 
 
 def is_action_copy(pred: str, sample: BenchSample) -> bool:
-    """The prediction repeats the action instead of answering it."""
-    p, a = norm(pred), norm(sample.action)
+    """The prediction repeats the action instead of answering it, bare or framed as a
+    user turn presents it (``**Action:**`` and a fence around the copy)."""
+    action = action_of(sample.action)
+    return any(_copies(p, action, sample.ground_truth) for p in dict.fromkeys((pred, action_of(pred))))
+
+
+def _copies(pred: str, action: str, truth: str) -> bool:
+    p, a = norm(pred), norm(action)
     if not p or not a:
         return False
     if p == a or (len(a) >= 12 and a in p and len(p) < 1.5 * len(a)):
-        return norm(sample.ground_truth) != p
-    return token_f1(pred, sample.action) >= 0.9 > token_f1(sample.ground_truth, sample.action)
+        return norm(truth) != p
+    return token_f1(pred, action) >= 0.9 > token_f1(truth, action)
 
 
 def session_text(sample: BenchSample) -> str:
@@ -295,6 +302,7 @@ _QUOTED = re.compile(r"""(?<![\\w])(["'])((?:(?!\1).){3,200}?)\1""")
 def action_values(action: str) -> list[str]:
     """The literal values an action carries: JSON string leaves, or quoted strings of a
     call such as ``fill("b12", "wireless mouse")``; stripped, at least 3 characters."""
+    action = action_of(action)
     data = parse_json(action)
     if isinstance(data, (dict, list)):
         values = [v for v in flatten_json(data).values() if isinstance(v, str)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agentworld.domains.presented import tool_call
 from agentworld.judge.rules._common import (
     DomainRules,
     action_values,
@@ -16,7 +17,6 @@ from agentworld.judge.rules._common import (
     shape_similarity,
     text_lines,
 )
-from agentworld.tool_calls import read_tool_call
 
 
 def _keys(value: Any) -> set[str]:
@@ -88,7 +88,7 @@ class McpRules(DomainRules):
     def answers_action(self, pred: str, sample: Any) -> str | None:
         if (why := super().answers_action(pred, sample)) is not None:
             return why
-        call = read_tool_call(sample.action)
+        call = tool_call(sample.action)
         named = _TOOL_ERROR.search(pred)
         if call and named and named.group(1) != call[0]:
             return f"an error of tool {named.group(1)!r}, the call is {call[0]!r}"
@@ -149,7 +149,7 @@ class McpRules(DomainRules):
             out.append(f"isError {p['isError']} but the call {'fails' if t['isError'] else 'succeeds'}")
         # A field the call sets (thoughtNumber, path, max_count) that the result echoes
         # must keep the call's value.
-        call = read_tool_call(sample.action)
+        call = tool_call(sample.action)
         said: set[str] = set()
         if call and t is not None and p is not None:
             theirs, mine = _payload_fields(sample.ground_truth), _payload_fields(pred)

@@ -6,9 +6,9 @@ import re
 from typing import Any
 
 from agentworld.domains.errors import is_error
+from agentworld.domains.presented import tool_call
 from agentworld.domains.search import result_blocks
 from agentworld.judge.rules._common import DomainRules, norm, shape_similarity
-from agentworld.tool_calls import read_tool_call
 
 _QUERY_HEAD = re.compile(r"^## Results for: (.+)$", re.M)
 _PAGE_HEAD = re.compile(r"^URL: (\S+)", re.M)
@@ -75,7 +75,7 @@ class SearchRules(DomainRules):
         want, got = self.kind(sample.ground_truth, sample), self.kind(pred, sample)
         if want != got and {want, got} <= _TOOL_KINDS:
             return f"a {got} answer where the tool prints a {want} answer"
-        call = read_tool_call(sample.action)
+        call = tool_call(sample.action)
         if call is None:
             return None
         args = call[1]

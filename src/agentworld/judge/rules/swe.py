@@ -6,9 +6,9 @@ import itertools
 import re
 from typing import Any
 
+from agentworld.domains.presented import tool_call
 from agentworld.domains.toolcall import shell_command
 from agentworld.judge.rules._common import COMMAND_SHAPES, DomainRules, command_output_kind, shape_similarity
-from agentworld.tool_calls import read_tool_call
 
 NUMBERED = re.compile(r"^\s*(\d+)\t")
 _CWD = re.compile(r"^\[Current working directory: (.+)\]$", re.M)
@@ -57,7 +57,7 @@ class SweRules(DomainRules):
             return "created"
         if "running `cat -n`" in head[:200]:
             return "view"
-        call = read_tool_call(sample.action)
+        call = tool_call(sample.action)
         cmd = shell_command(*call) if call else None
         body = _FOOTER.sub("", text)
         return "command " + command_output_kind(body, cmd or "") if _FOOTER.search(text) else "text"
@@ -75,7 +75,7 @@ class SweRules(DomainRules):
         # text with neither (prose about the call, a cut-off fragment) is neither's output.
         if got == "text" and (want in _EDITOR_KINDS or want.startswith("command ")):
             return f"text that neither tool prints, where the tool prints {want}"
-        call = read_tool_call(sample.action)
+        call = tool_call(sample.action)
         if call is None:
             return None
         # An editor answer names the file it acted on; a view shows the lines asked for.
