@@ -19,6 +19,10 @@ What it does, and nothing more:
   deterministic (:func:`adapt_observation`): on a terminal, the echoed command line
   becomes this action's command after this session's prompt, and the final prompt
   becomes this session's prompt. Everything else is the past turn's text as recorded.
+- **Reads actions bare.** User turns in the published presentation (a turn header, the
+  current state, ``**Action:**`` and a fenced block) are read through
+  :func:`agentworld.domains.presented.action_of` where actions come in (indexed turns,
+  requests), so a presented request gets the answer its bare twin gets.
 
 No model, no GPU, answers in milliseconds. Index *training* trajectories only
 (``agentworld data split ... --split train``): trajectories stamped
@@ -38,7 +42,8 @@ from pathlib import Path
 import numpy as np
 
 from agentworld.domains import DOMAINS, get_domain
-from agentworld.domains.terminal.keys import ActionError, parse_action
+from agentworld.domains.presented import action_of
+from agentworld.domains.terminal.keys import ActionError, parse_action, read_batches
 from agentworld.domains.terminal.screen import PROMPT_LINE, PROMPT_START
 from agentworld.domains.terminal.shell import split_commands
 from agentworld.domains.toolcall import shell_command
@@ -176,8 +181,8 @@ ACTION_KEYS: dict[str, Callable[[str], list[str]]] = {
 
 
 def action_key(domain: str, action: str) -> str:
-    """The text BM25 indexes for an action of ``domain`` (space-separated tokens)."""
-    return " ".join(ACTION_KEYS.get(domain, _words)(action))
+    """The text BM25 indexes for an action of ``domain``, bare or presented (space-separated tokens)."""
+    return " ".join(ACTION_KEYS.get(domain, _words)(action_of(action)))
 
 
 def context_text(domain: str, history: list[tuple[str, str]], context_turns: int) -> str:
@@ -189,10 +194,10 @@ def context_text(domain: str, history: list[tuple[str, str]], context_turns: int
 # -- adapting an answer ------------------------------------------------------------------
 
 def _typed_lines(action: str) -> list[str] | None:
-    """The command lines a terminal action submits (Enter pressed), or None when it is
-    not a keystroke list."""
+    """The command lines a terminal action (bare or presented) submits (Enter pressed),
+    or None when it is not a keystroke list."""
     try:
-        batches = parse_action(action)
+        batches = read_batches(action)
     except ActionError:
         return None
     text = "".join(b.keystrokes for b in batches if not b.is_key)
@@ -366,6 +371,8 @@ def _add(
     # Samples of one trajectory repeat its earlier turns: a turn is known by its whole
     # prefix, so each distinct past turn is indexed once.
     digest = hashlib.sha256(domain.encode())
+    # Bare actions: a presented sample's turn is the same turn as its trajectory's.
+    pairs = [(action_of(a), o) for a, o in pairs]
     for t, (action, obs) in enumerate(pairs):
         digest.update(f"\x1e{action}\x1f{obs}".encode())
         key = digest.copy().hexdigest()
@@ -375,7 +382,8 @@ def _add(
 
 
 def query_of(messages: list[Message]) -> tuple[str | None, list[tuple[str, str]], str]:
-    """``(system, history, action)`` read back from chat messages built by ``prompts``."""
+    """``(system, history, action)`` read back from chat messages built by ``prompts``;
+    the actions bare (user turns read through :func:`~agentworld.domains.presented.action_of`)."""
     system = next((m["content"] for m in messages if m["role"] == "system"), None)
     turns = [m for m in messages if m["role"] in ("user", "assistant")]
     if not turns or turns[-1]["role"] != "user":
@@ -384,12 +392,12 @@ def query_of(messages: list[Message]) -> tuple[str | None, list[tuple[str, str]]
     pending: str | None = None
     for m in turns[:-1]:
         if m["role"] == "user":
-            pending = m["content"]
+            pending = action_of(m["content"])
         elif pending is not None:
             parsed = parse_prediction(m["content"])
             history.append((pending, parsed.observation if parsed.ok else m["content"]))
             pending = None
-    return system, history, turns[-1]["content"]
+    return system, history, action_of(turns[-1]["content"])
 
 
 class RetrievalBackend(Backend):
