@@ -21,12 +21,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from agentworld.domains.presented import tool_call
 from agentworld.domains.search import HIT
 from agentworld.domains.terminal import typed_text
 from agentworld.domains.terminal.screen import final_prompt_line, strip_final_prompt
 from agentworld.seeding import unit_hash
 from agentworld.sim.loading import read_model
-from agentworld.tool_calls import read_tool_call
 
 Mode = Literal["semantic", "mechanical"]
 
@@ -133,8 +133,9 @@ class PerturbationSpec(BaseModel):
 
 
 def action_target(action: str) -> str:
-    """The tool name of a tool call, else the first word of the typed command."""
-    call = read_tool_call(action)
+    """The tool name of a tool call, else the first word of the typed command (bare or
+    presented actions alike)."""
+    call = tool_call(action)
     if call is not None:
         return call[0]
     words = typed_text(action).split()

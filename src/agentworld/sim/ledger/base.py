@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-# Ledgers read calls leniently (alias keys, string arguments); re-exported under the name
-# the domain rules use.
-from agentworld.tool_calls import read_tool_call as parse_tool_call  # noqa: F401
+# Ledgers read calls leniently (alias keys, string arguments, the published presentation
+# of a user turn); re-exported under the name the domain rules use.
+from agentworld.domains.presented import tool_call as parse_tool_call  # noqa: F401
 
 
 class Conflict(BaseModel):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from agentworld.domains.os import effects, windows
+from agentworld.domains.presented import action_of
 from agentworld.sim.ledger.base import Conflict, LedgerRules, LedgerState
 
 # Keys, clicks and tools through which a program may save, load, close or switch documents.
@@ -32,6 +33,7 @@ class DesktopLedger(LedgerRules):
 
     def check(self, state: LedgerState, action: str, observation: str) -> list[Conflict]:
         out: list[Conflict] = []
+        action = action_of(action)  # a presented turn's state section is no program
         if not _MAY_SAVE.search(action):
             for op in effects(action, observation).of("write"):
                 known = state.files.get(op.target)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from agentworld.domains.presented import action_of
 from agentworld.envs.web.actions import Action, parse_action
 from agentworld.sim.ledger.base import Conflict, LedgerRules, LedgerState
 
@@ -65,7 +66,7 @@ class WebLedger(LedgerRules):
         if url in state.visited:
             state.visited.remove(url)
         state.visited.append(url)
-        parsed = parse_action(action)
+        parsed = parse_action(action_of(action))
         if isinstance(parsed, Action) and parsed.name in _TYPED and not failed(observation):
             bid = _target(parsed, observation)
             if bid and (value := field_value(observation, bid)) is not None:
@@ -73,7 +74,7 @@ class WebLedger(LedgerRules):
 
     def check(self, state: LedgerState, action: str, observation: str) -> list[Conflict]:
         url = page_url(observation)
-        parsed = parse_action(action)
+        parsed = parse_action(action_of(action))
         if url is None or not isinstance(parsed, Action):
             return []
         conflicts = []
