@@ -33,6 +33,7 @@ from agentworld.domains.errors import (  # noqa: F401  (re-exported: the filters
     is_error,
     is_rejected,
 )
+from agentworld.domains.presented import action_of
 from agentworld.records.trajectory import Trajectory, Turn
 from agentworld.tool_calls import call_name
 
@@ -42,7 +43,8 @@ SKIP_LOSS = "skip_loss"
 _EMPTY_ACTIONS = {"", "{}", "[]", "null", '""', "''", "none"}
 
 def is_empty_action(action: str) -> bool:
-    return action.strip().lower() in _EMPTY_ACTIONS
+    """Nothing done: blank or an empty JSON value, bare or in a presented user turn."""
+    return action_of(action).strip().lower() in _EMPTY_ACTIONS
 
 
 def env_failure(turn: Turn) -> str | None:
@@ -78,9 +80,9 @@ def declared_tools(tools: list[dict[str, Any]] | None) -> set[str]:
 
 
 def called_tools(action: str) -> list[str | None]:
-    """Tool names an action calls; None for a call whose name cannot be read."""
+    """Tool names an action (bare or presented) calls; None for a call whose name cannot be read."""
     try:
-        value = json.loads(action)
+        value = json.loads(action_of(action))
     except json.JSONDecodeError:
         return [None]
     calls = value if isinstance(value, list) else [value]
@@ -96,6 +98,7 @@ def called_tools(action: str) -> list[str | None]:
 def is_retry(garbage: str, retry: str, *, similarity: float = 0.6) -> bool:
     """Whether ``retry`` redoes ``garbage``: nearly the same text and, for tool calls,
     the same tools (calls share so much JSON that text alone would pair any two)."""
+    garbage, retry = action_of(garbage), action_of(retry)  # the frames' words are no part of it
     if garbage == retry:
         return True
     tools_a, tools_b = called_tools(garbage), called_tools(retry)

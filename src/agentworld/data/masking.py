@@ -45,6 +45,7 @@ from enum import IntEnum
 import numpy as np
 
 from agentworld.data._wordsets import set_sizes
+from agentworld.domains.presented import action_of
 from agentworld.executors.data import OrderedMap
 from agentworld.seeding import unit_hash
 
@@ -292,7 +293,9 @@ def _collect(fut: Future[MaskBatch], parts: list[MaskBatch], on_chunk: Callable[
 
 
 def trajectory_turn_keys(trajectories: Iterable) -> Iterator[TurnKey]:
-    """Flatten trajectories into (id, 1-based turn index, action, observation) items."""
+    """Flatten trajectories into (id, 1-based turn index, action, observation) items;
+    the actions bare: a presented turn's header, labels and fence are no words of its
+    action (they would raise its overlap with nothing and its length ratio)."""
     for traj in trajectories:
         for i, turn in enumerate(traj.turns, start=1):
-            yield traj.id, i, turn.action, turn.observation
+            yield traj.id, i, action_of(turn.action), turn.observation

@@ -128,6 +128,7 @@ class ContentCheck:
 
 def check_content(sample: BenchSample, observation: str) -> ContentCheck:
     _, details = score_observation(sample, observation)
+    sample = sample.with_bare_actions()  # the rules read bare actions, as the scorer does
     rules = rules_for(sample.domain)
     precision = unit_recall(rules.units(observation), rules.units(sample.ground_truth), fuzzy=0.8)
     # The share reproduced, not the factuality score: that one also charges contradictions,

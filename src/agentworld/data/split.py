@@ -444,11 +444,14 @@ def bench_trajectories(directories: Sequence[str | Path]) -> dict[str, Trajector
             key = str(tid) if tid is not None else str(s.id).split(":", 1)[0]
             if key not in longest or s.turn_idx > longest[key].turn_idx:
                 longest[key] = s
+    # Bare actions: a sample that presents its actions as published records do evaluates
+    # the same turns as the bare trajectory it came from.
+    bare = {key: s.with_bare_actions() for key, s in longest.items()}
     return {
         key: Trajectory(id=key, domain=s.domain, turns=[
             Turn(action=a, observation=o) for a, o in [*s.history(), (s.turn_prompt, s.ground_truth)]
         ])
-        for key, s in longest.items()
+        for key, s in bare.items()
     }
 
 
