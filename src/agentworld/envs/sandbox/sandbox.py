@@ -3,11 +3,16 @@
 Layout on the host (one temporary folder per sandbox)::
 
     <dir>/layer   tmpfs of ``disk_mb``: the overlay's upper and work folders, so an
-                  episode can never fill the host disk
+                  episode can never fill the host disk, and the declared machine's
+                  files (``machine.py``), bound over /proc entries and ``uname``
+    <dir>/lower   a link to the cached rootfs, so the overlay's options (which the
+                  sandbox reads in /proc/mounts) name no host path
     <dir>/root    the overlay mount: cached rootfs (read-only lower) + layer/upper
 
     <dir>/userns  the sandbox's user namespace (an nsfs bind mount): uids 0..65535
                   inside are host uids SANDBOX_UID.. outside
+    <dir>/timens  its time namespace, whose boot clock starts at 0 with the sandbox, so
+                  process start times are the declared machine's, not the host's uptime
 
 Every process runs under bwrap as root of that user namespace, so it is an ordinary
 unprivileged uid on the host: it holds capabilities only over its own namespaces
@@ -16,7 +21,8 @@ unprivileged uid on the host: it holds capabilities only over its own namespaces
 processes). On top: private network (loopback
 only), PID, IPC, UTS, mount and cgroup namespaces, a minimal /dev, its own /proc with
 the parts that reach kernel state read-only or hidden, no host path mounted, and the
-seccomp filter of ``seccomp.py``. Processes join the sandbox's cgroup before exec, so
+seccomp filter of ``seccomp.py``. What it says about its kernel, CPUs and memory is the
+declared :class:`~agentworld.envs.sandbox.machine.Machine`, never the host's. Processes join the sandbox's cgroup before exec, so
 teardown kills everything the episode started.
 
 Files are written and read through processes inside the sandbox, never by the host
@@ -43,6 +49,7 @@ from agentworld.envs._owner import OWNER_VAR, write_owner
 from agentworld.envs._owner import token as owner_token
 from agentworld.envs.sandbox.errors import SandboxUnavailable
 from agentworld.envs.sandbox.limits import Cgroup, Limits, ulimit_script
+from agentworld.envs.sandbox.machine import Machine, pick_cpus, write_files
 from agentworld.envs.sandbox.prereq import check_host
 from agentworld.envs.sandbox.rootfs import ID_COUNT, SANDBOX_UID, RootfsSpec, ensure_rootfs, shift_tree, shifted_rootfs
 from agentworld.envs.sandbox.seccomp import filter_path
@@ -125,10 +132,15 @@ class Sandbox:
         env: dict[str, str] | None = None,
         base_dir: str | Path | None = None,
         capabilities: tuple[str, ...] = (),
+        machine: Machine | None = None,
         _upper_from: Path | None = None,
     ):
         check_host()
         self.limits = limits or Limits()
+        self.machine = machine or Machine.for_limits(self.limits)
+        self._cpus = pick_cpus(self.machine.cpus)
+        """Host CPUs the sandbox's processes are pinned to (None: all of this process's)."""
+        self._machine_binds: dict[str, Path] = {}
         # A fixed allow-list, whoever asks: capabilities come from shipped task templates,
         # and a request that reaches this far with others is refused, not widened.
         extra = sorted(set(capabilities) - set(USER_ADMIN_CAPABILITIES))
@@ -152,11 +164,15 @@ class Sandbox:
         self.layer = self.dir / "layer"
         self.root = self.dir / "root"
         self.userns = self.dir / "userns"
+        self.timens = self.dir / "timens" if os.path.exists("/proc/self/ns/time") else None  # Linux 5.6+
         self.cgroup: Cgroup | None = None
         self.closed = False
         try:
             self._mount(_upper_from)
-            self._make_userns()
+            self._machine_binds = write_files(self.machine, self.layer / "machine", SANDBOX_UID)
+            if not (self.rootfs / "bin").is_symlink():  # a root without merged /usr has two
+                self._machine_binds["/bin/uname"] = self._machine_binds["/usr/bin/uname"]
+            self._make_namespaces()
             self.cgroup = Cgroup.create(self.limits, record=self.dir / "cgroup")
             if self.cgroup is None:
                 warnings.warn("cgroups are not writable here: memory is limited per process and the "
@@ -184,20 +200,25 @@ class Sandbox:
         shm.mkdir()
         os.chown(shm, SANDBOX_UID, SANDBOX_UID)  # root's inside
         shm.chmod(0o1777)  # sticky and world-writable, as /dev/shm is on any machine
-        # nodev: a device node that lands in the layer can never be opened.
-        opts = f"nodev,lowerdir={self.rootfs},upperdir={upper},workdir={work}"
-        _check_call(["mount", "-t", "overlay", "overlay", "-o", opts, str(self.root)])
+        # nodev: a device node that lands in the layer can never be opened. The folders
+        # are named relative to the sandbox's folder: the kernel shows them as given.
+        (self.dir / "lower").symlink_to(self.rootfs)
+        opts = "nodev,lowerdir=lower,upperdir=layer/upper,workdir=layer/work"
+        _check_call(["mount", "-t", "overlay", "overlay", "-o", opts, str(self.root)], cwd=self.dir)
 
-    def _make_userns(self) -> None:
-        """Create the user namespace every process of this sandbox enters and pin it.
+    def _make_namespaces(self) -> None:
+        """Create the user (and time) namespace every process of this sandbox enters and pin them.
 
-        The namespace is made by the sandbox uid itself (so that uid holds capabilities in
-        it and nowhere else); host root then writes its id maps, which an unprivileged
-        process could not (it may map only itself), and bind-mounts it so it outlives
-        the short-lived creator.
+        The namespaces are made by the sandbox uid itself (so that uid holds capabilities in
+        them and nowhere else); host root then writes the id maps, which an unprivileged
+        process could not (it may map only itself), and bind-mounts them so they outlive
+        the short-lived creator. The time namespace moves only the boot clock, back by
+        the host's uptime: ``ps`` then reads start times against the declared uptime.
         """
         ids = f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups"
-        maker = subprocess.Popen(["setpriv", *ids, "unshare", "--user", "--", "/bin/sh", "-c", "echo; read x"],
+        clock = [] if self.timens is None else \
+            ["--time", f"--boottime={-int(time.clock_gettime(time.CLOCK_BOOTTIME))}"]
+        maker = subprocess.Popen(["setpriv", *ids, "unshare", "--user", *clock, "--", "/bin/sh", "-c", "echo; read x"],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             if not maker.stdout.readline():  # type: ignore[union-attr]
@@ -207,6 +228,9 @@ class Sandbox:
                 Path(f"/proc/{maker.pid}/{kind}").write_text(f"0 {SANDBOX_UID} {ID_COUNT}\n")
             self.userns.touch()
             _check_call(["mount", "--bind", f"/proc/{maker.pid}/ns/user", str(self.userns)])
+            if self.timens is not None:
+                self.timens.touch()
+                _check_call(["mount", "--bind", f"/proc/{maker.pid}/ns/time_for_children", str(self.timens)])
         finally:
             maker.stdin.close()  # type: ignore[union-attr]
             maker.wait()
@@ -232,7 +256,7 @@ class Sandbox:
         for p in self._procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=5)
-        unmount_below(self.dir)  # overlay root, layer tmpfs, user namespace
+        unmount_below(self.dir)  # overlay root, layer tmpfs, user and time namespaces
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> Sandbox:
@@ -271,7 +295,8 @@ class Sandbox:
         # /dev is bwrap's own tmpfs, sized by nothing but RAM: it is made read-only, and
         # /dev/shm is a folder of the layer's tmpfs, so what is put there counts against
         # ``disk_mb`` (and shows in usage()) like any other write.
-        args = ["nsenter", f"--user={self.userns}", "--", "bwrap", "--seccomp", "9", "--bind", str(self.root), "/",
+        timens = [] if self.timens is None else [f"--time={self.timens}"]
+        args = ["nsenter", f"--user={self.userns}", *timens, "--", "bwrap", "--seccomp", "9", "--bind", str(self.root), "/",
                 "--dev", "/dev", "--bind", str(self.layer / SHM), "/dev/shm", "--remount-ro", "/dev",
                 "--proc", "/proc"]
         for name in PROC_READ_ONLY:
@@ -280,7 +305,7 @@ class Sandbox:
         for name in PROC_EMPTY:
             if os.path.exists(f"/proc/{name}"):
                 args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
-        for guest, host in (ro_binds or {}).items():
+        for guest, host in {**self._machine_binds, **(ro_binds or {})}.items():
             args += ["--ro-bind", str(host), guest]
         args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup",
                  "--hostname", self.hostname, "--die-with-parent", "--clearenv",
@@ -299,6 +324,8 @@ class Sandbox:
         # The owner tag lets a sweep find launchers (bwrap) a killed run left; the
         # sandboxed program never sees it (bwrap clears its environment).
         tag = f"export {OWNER_VAR}={self._owner}; "
+        if self._cpus is not None:  # so nproc (sched_getaffinity) counts the declared CPUs
+            args = ["taskset", "--cpu-list", ",".join(map(str, self._cpus)), *args]
         # nsenter enters the user namespace as its uid 0, i.e. host uid SANDBOX_UID.
         return ["/bin/sh", "-c", f'{join}{limits}{tag}exec "$@" {opens}', "sandbox", *args]
 
@@ -407,7 +434,7 @@ class Sandbox:
         try:
             return Sandbox(limits=self.limits, rootfs=snap.rootfs, hostname=self.hostname,
                            env=self.env, base_dir=self.dir.parent, capabilities=self.capabilities,
-                           _upper_from=snap.path)
+                           machine=self.machine, _upper_from=snap.path)
         finally:
             if own:
                 snap.delete()
@@ -449,8 +476,8 @@ def _check_reachable(base: Path) -> None:
                                      f"({folder} lacks o+x)", f"use another base folder or `chmod o+x {folder}`")
 
 
-def _check_call(cmd: list[str]) -> None:
-    r = subprocess.run(cmd, capture_output=True, text=True)
+def _check_call(cmd: list[str], cwd: Path | None = None) -> None:
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     if r.returncode != 0:
         raise SandboxUnavailable(f"`{' '.join(cmd)}` failed: {r.stderr.strip()}",
                                  "run as root on a kernel with overlayfs and tmpfs")

@@ -32,11 +32,15 @@ from agentworld.envs.terminal.task import TerminalTask
 from agentworld.envs.terminal.tmux import BASHRC, TITLE_PREFIX, PaneGone, PaneState, TmuxPane
 from agentworld.records.trajectory import SimContext
 
-# Run inside the sandbox at reset; what a person sees when they first look around.
+# Run inside the sandbox at reset; what a person sees when they first look around. The
+# kernel, CPUs and memory are the sandbox's declared machine (envs/sandbox/machine.py),
+# the same on every recording host; CPUs are counted in /proc/cpuinfo, which is declared
+# even where the host has fewer CPUs than the limit (nproc counts the host's then).
 _STATE_SCRIPT = r"""
 . /etc/os-release
 echo "OS: $PRETTY_NAME"
 echo "Kernel: $(uname -srm)"
+echo "Machine: $(grep -c ^processor /proc/cpuinfo) CPU(s), $(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo) MiB memory, no swap"
 echo "Hostname: $(hostname)"
 echo "User: $(id -un) (uid $(id -u)), home $HOME"
 echo "Shell: $(bash --version | head -n1)"
