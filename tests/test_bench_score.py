@@ -45,13 +45,17 @@ def test_normalization_known_numbers():
     assert t.dimensions["format"].score == pytest.approx(75.0)  # mean (5 + 3) / 2 = 4
     assert t.dimensions["factuality"].score == pytest.approx(100.0) and t.dimensions["factuality"].n == 1
     assert t.total.mean == pytest.approx(4.0) and t.total.score == pytest.approx(75.0)
-    assert (m.valid, m.failed, m.invalid_predictions) == (1, 1, 1)
+    # A truncated answer is judged (its verdict counts); nothing here was left out.
+    assert (m.valid, m.failed, m.missing_predictions, m.failed_predictions) == (1, 1, 0, 0)
     assert m.statuses == {"complete": 1, "untagged": 0, "truncated": 1, "missing": 0, "unclosed": 0}
     assert m.total.score == pytest.approx(0.0)
     assert (o.valid, o.failed) == (3, 2)
     assert o.total.mean == pytest.approx(3.0) and o.total.score == pytest.approx(50.0)
     assert o.dimensions["factuality"].mean == pytest.approx(3.0)  # (5 + 1) / 2
     assert o.dimensions["format"].n == 3
+    # Macro: the mean of the domains (mcp 1.0, terminal 4.0), not of the samples (3.0).
+    assert a.macro.total.mean == pytest.approx(2.5) and a.macro.total.score == pytest.approx(37.5) and a.macro.total.n == 2
+    assert a.macro.dimensions["format"].mean == pytest.approx((1 + 4) / 2)
     # Tokens and cost per sample: 1500 prediction tokens each; 1000*1 + 500*2 = 0.002 USD,
     # plus judge A's 2000*0.5 + 100*1 = 0.0011 USD on one of five samples.
     assert o.prediction_tokens == 1500 and o.judge_tokens == pytest.approx(2100 / 5)
@@ -88,7 +92,11 @@ def test_report_files(tmp_path):
     data = json.loads(paths["json"].read_text())
     assert data["groups"][0]["overall"]["total"]["score"] == pytest.approx(50.0)
     md, page = paths["markdown"].read_text(), paths["html"].read_text()
-    assert "| overall |" in md and "50.0" in md and "chart_1.png" in md
+    assert "| overall micro | " in md and "| overall macro | " in md and "50.0" in md and "chart_1.png" in md
+    assert data["groups"][0]["macro"]["total"]["score"] == pytest.approx(37.5)
+    assert "overall: micro 50.00 (mean of 3 samples), macro 37.50 (mean of 2 domains)" in md
+    # Verdicts written before run settings were kept still state what they can.
+    assert "- aggregation: a sample's total" in md and "not recorded" in md
     assert "judge failed: unparsable verdict" in md  # failed verdicts head the worst list
     assert "(no valid observation: truncated)" in page and "raw output:" in md and "I think the" in md
     assert "Judge agreement" in page and paths["chart_1"].stat().st_size > 1000

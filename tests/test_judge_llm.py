@@ -8,7 +8,7 @@ from test_bench_infer import killed_part_way, make_bench, serve
 
 from agentworld.bench.judging import load_judgements, run_judging
 from agentworld.judge import DIMENSIONS, RuleScorer
-from agentworld.judge.llm import LLMJudge, judgement_from_data
+from agentworld.judge.llm import LEFT_OUT, LLMJudge, judgement_from_data
 from agentworld.judge.prompt import judge_messages
 from agentworld.models import WorldModel, load_backend
 from agentworld.parsing import Status
@@ -114,8 +114,12 @@ def test_invalid_prediction_is_not_sent_to_the_judge(awbench_dir):
     judge = LLMJudge(WorldModel(Unreachable()), name="x")
     import asyncio
 
-    j = asyncio.run(judge.score(s, Prediction(text="<predicted_observation>cut", status=Status.truncated)))
-    assert j.ok and j.scores == dict.fromkeys(DIMENSIONS, 1)
+    # Nothing to judge: left out and said so, never scored 1 (the published script skips them).
+    for pred, why in [(Prediction(text="", status=Status.missing), "missing"),
+                      (Prediction(error="HTTP 500: down", status=Status.missing), "failed"),
+                      (Prediction(text="<think>still thinking", status=Status.missing), "missing")]:
+        j = asyncio.run(judge.score(s, pred))
+        assert not j.ok and j.details[LEFT_OUT] == why and j.scores == dict.fromkeys(DIMENSIONS, 0)
 
 
 @pytest.mark.slow

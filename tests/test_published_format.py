@@ -222,7 +222,10 @@ def test_judge_prompts_folder(tmp_path, awbench_dir):
 
     verdict = '<final_evaluation>{"scores": {"format": "4/5", "factuality": 5, "consistency": 5, "realism": 4.5, "quality": 9}}</final_evaluation>'
     backend = Recording(verdict)
-    judge = LLMJudge(WorldModel(backend), prompts=prompts)
+    # Their system prompts under our user message: the agentworld style with the files.
+    judge = LLMJudge(WorldModel(backend), prompts=prompts, style="agentworld")
+    with pytest.raises(ValueError, match="published judge user template"):
+        LLMJudge(WorldModel(backend), prompts=prompts)  # the default with files: published, which needs it
     by_id = {x.id: x for x in load_bench_dir(awbench_dir).samples}
     pred = Prediction(text="x", observation="alpha", status=Status.untagged)
     j_term = asyncio.run(judge.score(by_id[9001], pred))
@@ -245,8 +248,13 @@ def test_bench_judge_cli_judge_prompts(tmp_path, awbench_dir):
     (tmp_path / "jp" / "web" / "judge_system_prompt.txt").write_text("stand-in\n")
     res = runner.invoke(app, ["bench", "judge", str(awbench_dir), "-p", str(preds), "--judge-prompts", str(tmp_path / "jp")],
                         env={"COLUMNS": "200"})
+    assert res.exit_code == 2 and "no published judge user template" in res.output and "--judge-style agentworld" in res.output
+    res = runner.invoke(app, ["bench", "judge", str(awbench_dir), "-p", str(preds), "--judge-prompts", str(tmp_path / "jp"),
+                              "--judge-style", "agentworld"], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     assert "judge system prompts from" in res.output and "built-in judge prompt is used" in res.output
+    res = runner.invoke(app, ["bench", "judge", str(awbench_dir), "-p", str(preds), "--judge-style", "published"])
+    assert res.exit_code == 2 and "needs the published judge prompts" in res.output
 
 
 def test_a_marker_left_inside_a_prediction_is_not_environment_output(awbench_dir):

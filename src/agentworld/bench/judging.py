@@ -2,7 +2,9 @@
 
 Each line is one verdict keyed by (sample uid, sampling index, judge name) and carries
 what the score and report steps need -- the action, the parsed prediction, the real
-observation and token counts -- so they run from this file alone. Re-judging reads
+observation, token counts and the world model's run settings -- so they run from this
+file alone. A prediction with nothing to judge (a failed call, no answer) gets a verdict
+that says so (:func:`agentworld.judge.llm.left_out`); scores count it apart. Re-judging reads
 existing predictions and never calls the world model again; a killed run resumes
 without redoing or duplicating verdicts. Each verdict records its judge's settings
 (model, sampling, prompt version) so resuming with other settings is refused, and an
@@ -21,6 +23,7 @@ from typing import Any
 from agentworld.bench.infer import check_settings
 from agentworld.jsonl import JsonlAppender, LineError, read_jsonl, repair_tail, run_lock, write_jsonl
 from agentworld.judge.base import Scorer
+from agentworld.judge.llm import LEFT_OUT, left_out
 from agentworld.models.bounded import as_completed_bounded
 from agentworld.models.cache import CacheMiss
 from agentworld.records.bench import BenchSample
@@ -66,6 +69,9 @@ class JudgeProgress:
     done: int = 0
     skipped: int = 0
     failed: int = 0
+    """Verdicts the judge failed to give (after its retries)."""
+    left_out: int = 0
+    """Predictions with nothing to judge (failed calls, no answer): not judged, counted apart."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     missing_samples: int = 0
@@ -161,7 +167,8 @@ def _plan_jobs(
     retry_failed: bool,
 ) -> tuple[list[Job], int]:
     """The (scorer, sample, prediction) triples still to judge, and how many predictions
-    have no sample in the benchmark given (those are not judged)."""
+    have no sample in the benchmark given (those are not judged). A verdict that left its
+    prediction out is redone once the prediction has an answer (a retried call)."""
     by_uid = {s.uid: s for s in samples}
     jobs: list[Job] = []
     missing = 0
@@ -172,9 +179,15 @@ def _plan_jobs(
             continue
         for scorer in scorers:
             old = existing.get((rec.uid, rec.sample_index, scorer.name, model_name(rec.prediction)))
-            if old is None or rejudge or (retry_failed and not old.judgement.ok):
+            if old is None or rejudge or (retry_failed and not old.judgement.ok) or _answered_since(old, rec.prediction):
                 jobs.append((scorer, sample, rec))
     return jobs, missing
+
+
+def _answered_since(old: JudgedRecord, p: Prediction) -> bool:
+    """Whether a verdict left its prediction out and the stored prediction now has an answer."""
+    was_left_out = left_out(old.prediction_error, old.prediction_status, old.observation) is not None
+    return was_left_out and left_out(p.error, p.status, p.observation) is None
 
 
 async def _judge_one(job: Job, settings: dict[str, dict[str, Any] | None]) -> JudgedRecord:
@@ -197,7 +210,8 @@ async def _judge_one(job: Job, settings: dict[str, dict[str, Any] | None]) -> Ju
         judgement=j,
         model=model_name(p),
         action=sample.action,
-        observation=p.observation if p.ok else None,
+        # What was judged: a truncated answer's partial text too; None when left out.
+        observation=None if left_out(p.error, p.status, p.observation) else p.observation,
         ground_truth=sample.ground_truth,
         prediction_status=str(p.status),
         raw_text=None if p.ok else p.text[:RAW_CLIP],
@@ -205,11 +219,15 @@ async def _judge_one(job: Job, settings: dict[str, dict[str, Any] | None]) -> Ju
         prediction_prompt_tokens=p.prompt_tokens or 0,
         prediction_completion_tokens=p.completion_tokens or 0,
         judge_settings=settings.get(scorer.name),
+        prediction_settings=rec.settings,
     )
 
 
 def _tally(progress: JudgeProgress, record: JudgedRecord) -> None:
     progress.done += 1
-    progress.failed += not record.judgement.ok
+    if LEFT_OUT in record.judgement.details or left_out(record.prediction_error, record.prediction_status, record.observation):
+        progress.left_out += 1
+    else:
+        progress.failed += not record.judgement.ok
     progress.prompt_tokens += record.judgement.prompt_tokens
     progress.completion_tokens += record.judgement.completion_tokens

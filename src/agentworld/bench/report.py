@@ -1,7 +1,8 @@
 """Write a score report: JSON, Markdown and HTML with bar charts and the worst samples.
 
-The Markdown and HTML carry the same content: one score table per (world model, judge),
-judge agreement, a bar chart per model and judge (domains x dimensions, matplotlib), and
+The Markdown and HTML carry the same content: one score table per (world model, judge)
+with the micro and the macro overall, the protocol behind it (message construction,
+sampling, judge request and prompt digests, aggregation, what was left out), judge agreement, a bar chart per model and judge (domains x dimensions, matplotlib), and
 the lowest-scoring samples with prediction and real observation side by side. Every
 score, in tables, charts and sample views alike, is on the published 0-100 scale. The
 HTML file is self-contained (charts embedded as PNG data URIs); the Markdown links the
@@ -16,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agentworld.bench.protocol import sampling_line
 from agentworld.bench.score import GroupScore, ScoreReport, domain_order, normalize
 from agentworld.records.verdict import DIMENSIONS, JudgedRecord
 
@@ -29,11 +31,12 @@ def fmt(value: float | None, digits: int = 1) -> str:
 
 
 def table_rows(group: GroupScore) -> list[list[str]]:
-    """Header plus one row per domain and one for all domains: scores on the 0-100 scale;
-    tokens and USD are means per sample."""
-    head = ["domain", *COLUMNS, "valid", "failed", "bad pred", "pred tok", "judge tok", "USD"]
+    """Header plus one row per domain, then the micro overall (all samples) and the macro
+    overall (mean of domains): scores on the 0-100 scale; tokens and USD are means per
+    sample. "no answer" and "call failed" count predictions left out of every mean."""
+    head = ["domain", *COLUMNS, "valid", "judge failed", "no answer", "call failed", "pred tok", "judge tok", "USD"]
     rows = [head]
-    for name, b in [*group.domains.items(), ("overall", group.overall)]:
+    for name, b in [*group.domains.items(), ("overall micro", group.overall)]:
         rows.append(
             [
                 name,
@@ -41,13 +44,44 @@ def table_rows(group: GroupScore) -> list[list[str]]:
                 fmt(b.total.score),
                 str(b.valid),
                 str(b.failed),
-                str(b.invalid_predictions),
+                str(b.missing_predictions),
+                str(b.failed_predictions),
                 f"{b.prediction_tokens:.0f}",
                 f"{b.judge_tokens:.0f}",
                 "-" if b.cost is None else f"{b.cost:.6f}",
             ]
         )
+    m = group.macro
+    rows.append(["overall macro", *(fmt(m.dimensions[d].score) if d in m.dimensions else "-" for d in DIMENSIONS),
+                 fmt(m.total.score), *["-"] * (len(head) - len(COLUMNS) - 1)])
     return rows
+
+
+def overall_line(group: GroupScore) -> str:
+    """Both overall scores in words: the published script prints micro, the paper macro."""
+    o, m = group.overall, group.macro
+    return (f"overall: micro {fmt(o.total.score, 2)} (mean of {o.valid} samples), "
+            f"macro {fmt(m.total.score, 2)} (mean of {m.total.n} domains)")
+
+
+def protocol_lines(group: GroupScore) -> list[tuple[str, str]]:
+    """(label, text) pairs stating how a group's numbers were made."""
+    o = group.overall
+    left = (f"{o.failed_predictions} failed calls and {o.missing_predictions} predictions with no answer "
+            f"(not judged); {o.statuses.get('truncated', 0)} truncated and {o.statuses.get('unclosed', 0)} unclosed "
+            f"answers judged as cut; {o.failed} failed verdicts")
+    p = group.protocol
+    if p is None:
+        return [("left out", left)]
+    return [
+        ("world-model messages", p.messages),
+        ("world-model sampling", sampling_line(p.world_model_settings)),
+        ("judge request", p.judge_request),
+        ("judge sampling", sampling_line(p.judge_settings) if group.judge != "rules" else "-"),
+        ("judge prompts", ", ".join(p.judge_prompts) or "-"),
+        ("aggregation", p.aggregation),
+        ("left out", left),
+    ]
 
 
 ZERO_STUB = 1.2
@@ -89,9 +123,10 @@ def _save(fig: Any, path: Path) -> Path:
 
 
 def bar_chart(group: GroupScore, path: Path) -> Path:
-    """Grouped bars: one group per domain (plus overall), one bar per dimension and total."""
-    names = [*group.domains, "overall"]
-    blocks = [*group.domains.values(), group.overall]
+    """Grouped bars: one group per domain (plus micro and macro overall), one bar per
+    dimension and total."""
+    names = [*group.domains, "micro", "macro"]
+    blocks = [*group.domains.values(), group.overall, group.macro]
     width = 0.8 / len(COLUMNS)
     fig, ax = _axes(names, "score (0-100)", 1.6, 1.5)
     for i, col in enumerate(COLUMNS):
@@ -105,11 +140,11 @@ def bar_chart(group: GroupScore, path: Path) -> Path:
 def overview_chart(report: ScoreReport, path: Path) -> Path:
     """Total score per domain, one bar per (model, judge): the side-by-side comparison."""
     domains = sorted({d for g in report.groups for d in g.domains}, key=domain_order)
-    names = [*domains, "overall"]
+    names = [*domains, "micro", "macro"]
     width = 0.8 / len(report.groups)
     fig, ax = _axes(names, "total (0-100)", 1.4, 3.0)
     for i, g in enumerate(report.groups):
-        blocks = [g.domains.get(d) for d in domains] + [g.overall]
+        blocks = [g.domains.get(d) for d in domains] + [g.overall, g.macro]
         vals = [b.total.score if b is not None else None for b in blocks]
         label = f"{g.model[:40]} / {g.judge[:30]}"
         _bars(ax, [x + (i - len(report.groups) / 2 + 0.5) * width for x in range(len(names))], vals, width, label)
@@ -158,6 +193,8 @@ def to_markdown(report: ScoreReport, records: list[JudgedRecord], charts: dict[i
         out.append("| " + " | ".join(rows[0]) + " |")
         out.append("|" + "|".join("---" if c == 0 else "---:" for c in range(len(rows[0]))) + "|")
         out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+        out += ["", f"**{overall_line(g)}**", "", "Protocol:", ""]
+        out += [f"- {label}: {text}" for label, text in protocol_lines(g)]
         if i in charts:
             out += ["", f"![{g.model} / {g.judge}]({charts[i]})"]
         bad = worst_samples(records, g, worst)
@@ -201,6 +238,9 @@ def to_html(report: ScoreReport, records: list[JudgedRecord], charts: dict[int, 
         out.append("<tr>" + "".join(f"<th>{e(c)}</th>" for c in rows[0]) + "</tr>")
         out += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows[1:]]
         out.append("</table>")
+        out.append(f"<p><b>{e(overall_line(g))}</b></p><p>Protocol:</p><ul>")
+        out += [f"<li>{e(label)}: {e(text)}</li>" for label, text in protocol_lines(g)]
+        out.append("</ul>")
         if i in charts:
             out.append(f"<p><img src='{e(charts[i])}' alt='{e(g.model)} / {e(g.judge)}'></p>")
         bad = worst_samples(records, g, worst)

@@ -3,9 +3,14 @@
 For every (world model, judge) pair: per domain and dimension the mean of valid (>0)
 scores, reported as ``(mean - 1) / 4 * 100``; per domain and overall the same transform
 of the mean sample total (a sample's total is the mean of its valid dimensions), over
-valid verdicts only. Failed verdicts are counted per domain and judge, never dropped
-silently. With several judges on one model, pairwise Spearman correlations of sample
-totals measure how far they agree.
+valid verdicts only. Overall comes twice: micro (over all samples, as the published
+script's ``score`` prints it) and macro (the mean of the domains, as the paper reports
+it). As in the published script, predictions with nothing to judge (failed calls, no
+answer) are left out of every mean and truncated answers are judged; failed calls,
+missing answers and failed verdicts are each counted per domain and judge, never
+dropped silently. Each pair's :class:`~agentworld.bench.protocol.Protocol` says how
+its numbers were made. With several judges on one model, pairwise Spearman
+correlations of sample totals measure how far they agree.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, Field
 
+from agentworld.bench.protocol import Protocol, protocol_of
 from agentworld.domains import DOMAINS
+from agentworld.judge.llm import left_out
 from agentworld.parsing import status_counts
 from agentworld.records.verdict import DIMENSIONS, JudgedRecord
 
@@ -51,15 +58,27 @@ class Block(BaseModel):
     total: Cell = Field(default_factory=Cell)
     samples: int = 0
     valid: int = 0
+    """Judged samples with a valid verdict: the ones every mean is over."""
     failed: int = 0
-    invalid_predictions: int = 0
-    """Predictions that were truncated, missing or failed calls (scored, not dropped)."""
+    """Judged samples whose verdict failed (the judge's output never parsed)."""
+    missing_predictions: int = 0
+    """Predictions with no answer (empty output, nothing outside the reasoning): left out."""
+    failed_predictions: int = 0
+    """Predictions whose call failed: left out."""
     statuses: dict[str, int] = Field(default_factory=dict)
-    """Predictions per parse status (complete, untagged, truncated, missing)."""
+    """Predictions per parse status (complete, untagged, truncated, missing, unclosed)."""
     prediction_tokens: float = 0.0
     judge_tokens: float = 0.0
     cost: float | None = None
     """Mean USD per sample (prediction plus judging) when prices were given."""
+
+
+class Macro(BaseModel):
+    """The mean of the domains (each domain weighs the same, whatever its sample count)."""
+
+    dimensions: dict[str, Cell] = Field(default_factory=dict)
+    total: Cell = Field(default_factory=Cell)
+    """``n`` is the number of domains with a score."""
 
 
 class GroupScore(BaseModel):
@@ -67,6 +86,10 @@ class GroupScore(BaseModel):
     judge: str
     domains: dict[str, Block] = Field(default_factory=dict)
     overall: Block = Field(default_factory=Block)
+    """Micro: every valid sample weighs the same (the published script's overall)."""
+    macro: Macro = Field(default_factory=Macro)
+    """Macro: every domain weighs the same (the paper's overall)."""
+    protocol: Protocol | None = None
 
 
 class Agreement(BaseModel):
@@ -99,10 +122,14 @@ def _block(records: list[JudgedRecord], prices: Prices) -> Block:
     dims: dict[str, list[float]] = {d: [] for d in DIMENSIONS}
     totals: list[float] = []
     failed = 0
+    apart = {"missing": 0, "failed": 0}
     costs: list[float] = []
     for r in records:
         j = r.judgement
-        if j.ok and j.total is not None:
+        why = left_out(r.prediction_error, r.prediction_status, r.observation)
+        if why is not None:
+            apart[why] += 1
+        elif j.ok and j.total is not None:
             totals.append(j.total)
             for d in DIMENSIONS:
                 if j.scores.get(d, 0) > 0:
@@ -122,12 +149,26 @@ def _block(records: list[JudgedRecord], prices: Prices) -> Block:
         samples=len(records),
         valid=len(totals),
         failed=failed,
-        invalid_predictions=sum(r.observation is None for r in records),
+        missing_predictions=apart["missing"],
+        failed_predictions=apart["failed"],
         # Verdicts written before statuses were stored: an observation means a closed block.
         statuses=status_counts(r.prediction_status or ("complete" if r.observation is not None else "missing") for r in records),
         prediction_tokens=sum(r.prediction_prompt_tokens + r.prediction_completion_tokens for r in records) / n,
         judge_tokens=sum(r.judgement.prompt_tokens + r.judgement.completion_tokens for r in records) / n,
         cost=sum(costs) / n if costs else None,
+    )
+
+
+def macro_of(domains: Iterable[Block]) -> Macro:
+    """The mean over domains of each domain's means (domains without a score are skipped)."""
+    blocks = list(domains)
+
+    def over(cells: list[Cell]) -> Cell:
+        return Cell.of([c.mean for c in cells if c.mean is not None])
+
+    return Macro(
+        dimensions={d: over([b.dimensions[d] for b in blocks if d in b.dimensions]) for d in DIMENSIONS},
+        total=over([b.total for b in blocks]),
     )
 
 
@@ -157,12 +198,15 @@ def score_records(records: Iterable[JudgedRecord], *, prices: Prices | None = No
         by_domain: dict[str, list[JudgedRecord]] = defaultdict(list)
         for r in recs:
             by_domain[r.domain].append(r)
+        domains = {d: _block(by_domain[d], prices) for d in sorted(by_domain, key=domain_order)}
         report.groups.append(
             GroupScore(
                 model=model,
                 judge=judge,
-                domains={d: _block(by_domain[d], prices) for d in sorted(by_domain, key=domain_order)},
+                domains=domains,
                 overall=_block(recs, prices),
+                macro=macro_of(domains.values()),
+                protocol=protocol_of(judge, recs),
             )
         )
     report.agreement = _agreement(groups)

@@ -143,9 +143,17 @@ def judge(
     cache_mode: CacheModeOpt = "rw",
     rejudge: Annotated[bool, typer.Option(help="Judge again where a verdict exists.")] = False,
     retry_failed: Annotated[bool, typer.Option(help="Judge again where a verdict failed.")] = False,
-    judge_prompts: Annotated[Path | None, typer.Option("--judge-prompts", help="Folder of DOMAIN/judge_system_prompt.txt files (the published release's layout) used as LLM judges' system prompts.")] = None,
-    judge_temperature: Annotated[float | None, typer.Option(help="LLM judges' sampling temperature (default: 0.0).")] = None,
-    judge_max_tokens: Annotated[int | None, typer.Option(help="LLM judges' completion token limit (default: 1024).")] = None,
+    judge_prompts: Annotated[Path | None, typer.Option("--judge-prompts", help=(
+        "Your copy of the published judge prompts: a folder of DOMAIN/judge_system_prompt.txt files (the release's "
+        "prompts/ folder) plus the user template, judge_user_prompt.txt there or JUDGE_USER_PROMPT in the release's "
+        "eval/lwm_eval_utils.py beside it. With it the judge request is the published one by default."))] = None,
+    judge_style: Annotated[str | None, typer.Option("--judge-style", metavar="published|agentworld", help=(
+        "published: the published evaluation's judge request exactly (needs --judge-prompts; temperature 0.6, "
+        "32768 max tokens); agentworld: ours (context, last 8 turns, clipped fields; temperature 0, 1024 max tokens), "
+        "with the published system prompts when --judge-prompts is given. Default: published with --judge-prompts, "
+        "else agentworld."))] = None,
+    judge_temperature: Annotated[float | None, typer.Option(help="LLM judges' sampling temperature (default: the style's, 0.6 published, 0.0 agentworld).")] = None,
+    judge_max_tokens: Annotated[int | None, typer.Option(help="LLM judges' completion token limit (default: the style's, 32768 published, 1024 agentworld).")] = None,
     overwrite: OverwriteOpt = False,
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = "auto",
@@ -176,6 +184,9 @@ def judge(
     samples = bench_set.samples
     out_path = out_path or predictions.with_suffix(".judged.jsonl")
     prompts = _judge_prompts(judge_prompts) if judge_prompts else None
+    style = _judge_style(judge_style, prompts, judge_prompts)
+    if style == "published":
+        _check_published_domains(prompts, {r.domain for r in loaded.records.values()})
     scorers: list[Any] = []
     judge_config = GenerationConfig(temperature=judge_temperature, max_tokens=judge_max_tokens)
     specs = [None if text.strip() == "rules" else backend_spec(text, allow_label=True, flag="--judge")
@@ -185,7 +196,7 @@ def judge(
             scorers.append(RuleScorer())
             continue
         wm = WorldModel(open_backend(spec, exec_config), cache=open_cache(cache, cache_mode), concurrency=concurrency)
-        scorers.append(LLMJudge(wm, name=spec.label, retries=retries, config=judge_config, prompts=prompts))
+        scorers.append(LLMJudge(wm, name=spec.label, retries=retries, config=judge_config, prompts=prompts, style=style))
     try:
         distinct_judge_names(scorers)
     except JudgeNameClash as exc:
@@ -210,7 +221,8 @@ def judge(
         result = run_guarded(go)
     if result.missing_samples:
         console.print(f"[yellow]{result.missing_samples} predictions have no sample in {bench}; not judged[/]")
-    out.print(f"{out_path}: {result.done} verdicts, {result.skipped} already there, {result.failed} failed")
+    out.print(f"{out_path}: {result.done} verdicts, {result.skipped} already there, {result.failed} failed, "
+              f"{result.left_out} predictions left out (failed calls or no answer: not judged, counted apart)")
 
 
 def _judge_prompts(folder: Path):
@@ -221,9 +233,41 @@ def _judge_prompts(folder: Path):
     except (FileNotFoundError, ValueError) as exc:
         raise fail(str(exc), f"give a folder with <domain>/{JUDGE_PROMPT_FILE} files") from None
     console.print(f"judge system prompts from {folder}: {', '.join(sorted(prompts.texts))}")
-    if prompts.missing:
-        console.print(f"[yellow]no {JUDGE_PROMPT_FILE} for {', '.join(prompts.missing)}: the built-in judge prompt is used there[/]")
+    if prompts.user_template_source is not None:
+        console.print(f"judge user template from {prompts.user_template_source}")
     return prompts
+
+
+def _judge_style(style: str | None, prompts, folder: Path | None) -> str:
+    """The judge request style: published by default with the published prompts, else ours."""
+    from agentworld.judge.llm import JUDGE_STYLES
+    from agentworld.judge.prompt import USER_TEMPLATE_FILE, USER_TEMPLATE_MODULE, USER_TEMPLATE_NAME
+
+    if style is not None and style not in JUDGE_STYLES:
+        raise fail(f"unknown --judge-style {style!r}", f"choose {' or '.join(JUDGE_STYLES)}")
+    style = style or ("published" if prompts is not None else "agentworld")
+    if style == "published" and prompts is None:
+        raise fail("--judge-style published needs the published judge prompts", "pass --judge-prompts FOLDER (your copy of the release's prompts/)")
+    if style == "published" and prompts.user_template is None:
+        raise fail(
+            f"no published judge user template found for {folder}",
+            f"put it in {folder}/{USER_TEMPLATE_FILE}, or keep the release's eval/{USER_TEMPLATE_MODULE} "
+            f"(it defines {USER_TEMPLATE_NAME}) beside the prompts folder; or pass --judge-style agentworld "
+            "to send our user message with these system prompts",
+        )
+    if style == "agentworld" and prompts is not None and prompts.missing:
+        console.print(f"[yellow]no judge system prompt for {', '.join(prompts.missing)}: the built-in judge prompt is used there[/]")
+    return style
+
+
+def _check_published_domains(prompts, domains: set[str]) -> None:
+    """The published request sends each domain's own system prompt: every judged domain needs one."""
+    from agentworld.judge.prompt import JUDGE_PROMPT_FILE
+
+    lacking = sorted(domains & set(prompts.missing))
+    if lacking:
+        raise fail(f"no {JUDGE_PROMPT_FILE} for {', '.join(lacking)} in {prompts.folder}, and the predictions hold those domains",
+                   "add those files from the release, or pass --judge-style agentworld to use our prompt there")
 
 
 def _price(pairs: list[str] | None) -> dict[str, tuple[float, float]]:
@@ -238,11 +282,11 @@ def _price(pairs: list[str] | None) -> dict[str, tuple[float, float]]:
     return prices
 
 
-_ALWAYS = {"domain", "total", "valid", "failed"}
+_ALWAYS = {"domain", "total", "valid", "judge failed", "no answer", "call failed"}
 # Short headers so the table fits an 80-column terminal; the report spells them out.
 _SHORT = {
     "format": "fmt", "factuality": "fact", "consistency": "cons", "realism": "real", "quality": "qual",
-    "bad pred": "bad", "pred tok": "tok", "judge tok": "jtok",
+    "judge failed": "jfail", "no answer": "noans", "call failed": "cfail", "pred tok": "tok", "judge tok": "jtok",
 }
 
 
@@ -253,9 +297,10 @@ def score(
     price: Annotated[list[str] | None, typer.Option(help="NAME=IN,OUT: USD per million tokens for a model or judge (repeatable).")] = None,
     worst: Annotated[int, typer.Option(help="Worst samples shown per model and judge in the report.")] = 5,
 ) -> None:
-    """Per-domain x per-dimension scores, failures, tokens, cost and judge agreement."""
+    """Per-domain x per-dimension scores, micro and macro overall, the protocol behind them,
+    failures and what was left out, tokens, cost and judge agreement."""
     from agentworld.bench.judging import load_judgements
-    from agentworld.bench.report import table_rows, write_report
+    from agentworld.bench.report import overall_line, protocol_lines, table_rows, write_report
     from agentworld.bench.score import score_records
 
     missing = [p for p in judged if not p.exists()]
@@ -276,8 +321,11 @@ def score(
             head = _SHORT.get(rows[0][i], rows[0][i])
             table.add_column(head, justify="left" if i == 0 else "right", min_width=8 if i == 0 else len(head))
         for r in rows[1:]:
-            table.add_row(*(r[i] for i in keep), style="bold" if r[0] == "overall" else None)
+            table.add_row(*(r[i] for i in keep), style="bold" if r[0].startswith("overall") else None)
         out.print(table)
+        out.print(overall_line(g), markup=False)
+        for label, text in protocol_lines(g):
+            out.print(f"  {label}: {text}", markup=False, soft_wrap=True)
     for a in report.agreement:
         rho = "-" if a.spearman is None else f"{a.spearman:.3f}"
         out.print(f"agreement {a.model}: {a.judge_a} vs {a.judge_b}: Spearman {rho} over {a.n} samples", markup=False)

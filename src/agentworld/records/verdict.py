@@ -112,7 +112,8 @@ class JudgedRecord(BaseModel):
     """The world model that made the prediction (backend:model)."""
     action: str = ""
     observation: str | None = None
-    """The parsed predicted observation (None for truncated, missing or failed answers)."""
+    """The predicted observation as judged (a truncated answer's partial text too; None when
+    the prediction was left out: a failed call or no answer)."""
     ground_truth: str = ""
     prediction_status: str = ""
     raw_text: str | None = None
@@ -122,6 +123,9 @@ class JudgedRecord(BaseModel):
     prediction_completion_tokens: int = 0
     judge_settings: dict[str, Any] | None = None
     """The judge's model and sampling settings (None for old files and settings-free judges)."""
+    prediction_settings: dict[str, Any] | None = None
+    """The world model's run settings as its predictions file records them (backend, model,
+    sampling, demonstrations), for the protocol a report states (None in old files)."""
     created_at: float = Field(default_factory=time.time)
     schema_version: int = SCHEMA_VERSION
 
