@@ -19,6 +19,7 @@ from typing import Any
 
 from agentworld.bench.protocol import sampling_line
 from agentworld.bench.score import GroupScore, ScoreReport, domain_order, normalize
+from agentworld.judge.llm import left_out
 from agentworld.records.verdict import DIMENSIONS, JudgedRecord
 
 COLUMNS = (*DIMENSIONS, "total")
@@ -175,6 +176,9 @@ def _verdict(r: JudgedRecord) -> str:
     """A verdict in one line, on the same 0-100 scale as the tables (a 1-5 score s is
     ``(s - 1) / 4 * 100``; a dimension the judge left out shows as "-")."""
     j = r.judgement
+    why = left_out(r.prediction_error, r.prediction_status, r.observation)
+    if why is not None:
+        return "left out, not judged: " + ("the call failed" if why == "failed" else "no answer")
     if not j.ok:
         return f"judge failed: {j.error or 'no valid score'}"
     scores = ", ".join(f"{d} {fmt(normalize(j.scores[d]) if j.scores.get(d, 0) > 0 else None, 0)}" for d in DIMENSIONS)

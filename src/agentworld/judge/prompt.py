@@ -147,8 +147,10 @@ class JudgePrompts:
 
     @property
     def published_identity(self) -> str:
-        """:attr:`identity` of the published request: system prompts and the user template."""
-        return f"published:{self.identity.removeprefix('files:')},user={_digest(self.user_template or '')}"
+        """:attr:`identity` of the published request: the system prompts it has (a domain
+        without one is refused there) and the user template."""
+        files = ",".join(f"{d}={self.version(d)}" for d in DOMAINS if d in self.texts)
+        return f"published:{files},user={_digest(self.user_template or '')}"
 
 
 def _template_from_module(path: Path) -> str | None:
