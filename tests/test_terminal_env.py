@@ -46,7 +46,7 @@ def test_reset_builds_state_and_captures_it(env: TerminalEnv) -> None:
     state = env.initial_state
     for needle in ("Debian GNU/Linux 12", "Kernel: Linux", "python3: Python 3", "git: git version",
                    "Working directory: /workspace", f"Prompt: {PROMPT}", "data/n.txt (6 bytes, mode 644)",
-                   "PROJECT=demo"):
+                   "PROJECT=demo", "Date: "):
         assert needle in state
     r = step(env, ("sort -n data/n.txt; echo $PROJECT; cat /opt/tool/VERSION;\n", 5))
     assert r.observation == f"{PROMPT} sort -n data/n.txt; echo $PROJECT; cat /opt/tool/VERSION;\n1\n2\n3\ndemo\nv7\n{PROMPT}"

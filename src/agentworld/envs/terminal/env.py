@@ -47,6 +47,9 @@ echo "Shell: $(bash --version | head -n1)"
 """
 _FILES_SCRIPT = r"""
 echo "Network: none (loopback only)"
+# The clock is the host's (file times are set by the kernel): stated, so a world model can
+# make `ls -l` and `date` agree with the session; benchmarks/rerecord.py treats it as runtime.
+echo "Date: $(date -u '+%a %b %e %H:%M:%S UTC %Y')"
 echo "Working directory: $PWD"
 echo "Prompt: $(id -un)@$(hostname):${PWD}#"
 if [ -n "$(ls -A "$PWD" 2>/dev/null)" ]; then
