@@ -17,7 +17,7 @@ pytestmark = pytest.mark.sandbox
 DECLARED = Machine()
 COMMANDS = ("uname -a", "uname -r", "cat /proc/version", "nproc", "free -m", "head /proc/meminfo",
             "cat /proc/cpuinfo | grep -c processor", "cat /proc/loadavg", "cat /proc/uptime", "cat /proc/mounts",
-            "top -bn1 | head -5")
+            "top -bn1 | head -5", "df -h", "ls -l /dev")
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,9 @@ def _host_mem_total_kb() -> int:
 def _host_values(sb: Sandbox) -> list[str]:
     """Strings that, seen inside, would mean the host showed through."""
     kb = _host_mem_total_kb()
-    return [os.uname().release, str(kb), str(kb // 1024), f"{kb / 1024:.1f}", str(sb.rootfs), str(cache_root()), str(sb.dir), str(Path.home() / ".cache"), "aw-sandbox-"]
+    # The host's devtmpfs is sized by its memory (half of it, by default).
+    devtmpfs = re.findall(r"^devtmpfs \S+ devtmpfs \S*size=(\d+k)", Path("/proc/mounts").read_text(), re.M)
+    return [*devtmpfs, "devtmpfs", os.uname().release, str(kb), str(kb // 1024), f"{kb / 1024:.1f}", str(sb.rootfs), str(cache_root()), str(sb.dir), str(Path.home() / ".cache"), "aw-sandbox-"]
 
 
 def test_the_sandbox_shows_the_declared_machine_and_no_host_value(rootfs: Path) -> None:
@@ -58,6 +60,8 @@ def test_the_sandbox_shows_the_declared_machine_and_no_host_value(rootfs: Path) 
     assert out["head /proc/meminfo"].startswith("MemTotal:        2097152 kB\n")
     assert out["cat /proc/loadavg"].startswith("0.00 0.00 0.00 ")
     assert out["cat /proc/uptime"].split()[0] == f"{UPTIME_S:.2f}"
+    df = [(row.split()[0], row.split()[1], row.split()[-1]) for row in out["df -h"].splitlines()[1:]]
+    assert df == [("overlay", "512M", "/"), ("tmpfs", "64K", "/dev"), ("tmpfs", "512M", "/dev/shm")]  # disk_mb
     top = out["top -bn1 | head -5"]
     assert "up  1:00" in top and "load average: 0.00, 0.00, 0.00" in top and "2048.0 total" in top
     assert re.search(r"^overlay / overlay \S*lowerdir=lower,upperdir=layer/upper,workdir=layer/work", out["cat /proc/mounts"])

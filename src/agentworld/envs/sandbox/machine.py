@@ -31,7 +31,8 @@ it is made (a time namespace), so an hour keeps every process's start time befor
 BOOT_TIME = 1_704_067_200
 """``btime`` of /proc/stat: 2024-01-01 00:00:00 UTC."""
 _TICKS = 100  # USER_HZ
-_FIXED_MTIME = BOOT_TIME  # so `ls -l /usr/bin/uname` reads the same everywhere
+FIXED_MTIME = BOOT_TIME
+"""Date of the files the sandbox makes for itself, so `ls -l` reads the same everywhere."""
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def write_files(machine: Machine, folder: Path, owner: int) -> dict[str, Path]:
         host.write_text(text)
         os.chown(host, owner, owner)
         host.chmod(0o555 if guest.endswith("/uname") else 0o444)
-        os.utime(host, (_FIXED_MTIME, _FIXED_MTIME))
+        os.utime(host, (FIXED_MTIME, FIXED_MTIME))
         binds[guest] = host
     return binds
 

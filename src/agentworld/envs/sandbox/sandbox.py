@@ -5,6 +5,9 @@ Layout on the host (one temporary folder per sandbox)::
     <dir>/layer   tmpfs of ``disk_mb``: the overlay's upper and work folders, so an
                   episode can never fill the host disk, and the declared machine's
                   files (``machine.py``), bound over /proc entries and ``uname``
+    <dir>/dev     the sandbox's /dev: a small tmpfs with the usual device nodes and a
+                  devpts of its own (bwrap's --dev would bind the host's devtmpfs,
+                  whose size is half the host's memory, and size its tmpfs by RAM)
     <dir>/lower   a link to the cached rootfs, so the overlay's options (which the
                   sandbox reads in /proc/mounts) name no host path
     <dir>/root    the overlay mount: cached rootfs (read-only lower) + layer/upper
@@ -37,6 +40,7 @@ import os
 import select
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -49,7 +53,7 @@ from agentworld.envs._owner import OWNER_VAR, write_owner
 from agentworld.envs._owner import token as owner_token
 from agentworld.envs.sandbox.errors import SandboxUnavailable
 from agentworld.envs.sandbox.limits import Cgroup, Limits, ulimit_script
-from agentworld.envs.sandbox.machine import Machine, pick_cpus, write_files
+from agentworld.envs.sandbox.machine import FIXED_MTIME, Machine, pick_cpus, write_files
 from agentworld.envs.sandbox.prereq import check_host
 from agentworld.envs.sandbox.rootfs import ID_COUNT, SANDBOX_UID, RootfsSpec, ensure_rootfs, shift_tree, shifted_rootfs
 from agentworld.envs.sandbox.seccomp import filter_path
@@ -73,6 +77,10 @@ PREFIX = "aw-sandbox-"
 SNAPSHOT_PREFIX = "aw-snapshot-"
 SHM = "shm"
 """Folder of the layer shown as /dev/shm."""
+DEV_NODES = {"null": (1, 3), "zero": (1, 5), "full": (1, 7), "random": (1, 8), "urandom": (1, 9), "tty": (5, 0)}
+DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+             "stderr": "/proc/self/fd/2", "core": "/proc/kcore", "ptmx": "pts/ptmx"}
+"""What bwrap's ``--dev`` makes, here made once per sandbox (see :meth:`Sandbox._make_dev`)."""
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -164,11 +172,13 @@ class Sandbox:
         self.layer = self.dir / "layer"
         self.root = self.dir / "root"
         self.userns = self.dir / "userns"
+        self.dev = self.dir / "dev"
         self.timens = self.dir / "timens" if os.path.exists("/proc/self/ns/time") else None  # Linux 5.6+
         self.cgroup: Cgroup | None = None
         self.closed = False
         try:
             self._mount(_upper_from)
+            self._make_dev()
             self._machine_binds = write_files(self.machine, self.layer / "machine", SANDBOX_UID)
             if not (self.rootfs / "bin").is_symlink():  # a root without merged /usr has two
                 self._machine_binds["/bin/uname"] = self._machine_binds["/usr/bin/uname"]
@@ -200,11 +210,39 @@ class Sandbox:
         shm.mkdir()
         os.chown(shm, SANDBOX_UID, SANDBOX_UID)  # root's inside
         shm.chmod(0o1777)  # sticky and world-writable, as /dev/shm is on any machine
+        os.utime(shm, (FIXED_MTIME, FIXED_MTIME))  # dated as the rest of /dev
         # nodev: a device node that lands in the layer can never be opened. The folders
         # are named relative to the sandbox's folder: the kernel shows them as given.
         (self.dir / "lower").symlink_to(self.rootfs)
         opts = "nodev,lowerdir=lower,upperdir=layer/upper,workdir=layer/work"
         _check_call(["mount", "-t", "overlay", "overlay", "-o", opts, str(self.root)], cwd=self.dir)
+
+    def _make_dev(self) -> None:
+        """The sandbox's /dev, sized and dated by nothing of the host's.
+
+        Host root makes the device nodes (the sandbox cannot: mknod needs host
+        privileges) on a tmpfs without ``nodev`` that only this folder reaches, then makes
+        it read-only: a flag set outside the sandbox's namespaces, which nothing inside can
+        lift. The devpts instance is the sandbox's own, so its terminals are /dev/pts/0..
+        whatever the host has open.
+        """
+        self.dev.mkdir()
+        _check_call(["mount", "-t", "tmpfs", "-o", f"size=64k,nr_inodes=64,mode=0755,uid={SANDBOX_UID},"
+                     f"gid={SANDBOX_UID},nosuid,noexec", "tmpfs", str(self.dev)])
+        for name, (major, minor) in DEV_NODES.items():
+            os.mknod(self.dev / name, stat.S_IFCHR | 0o666, os.makedev(major, minor))
+            (self.dev / name).chmod(0o666)  # past the umask
+        for name, target in DEV_LINKS.items():
+            (self.dev / name).symlink_to(target)
+        for name in ("pts", "shm"):
+            (self.dev / name).mkdir()
+        _check_call(["mount", "-t", "devpts", "-o", "newinstance,ptmxmode=0666,mode=620", "devpts",
+                     str(self.dev / "pts")])
+        for path in [self.dev, *self.dev.iterdir(), self.dev / "pts" / "ptmx"]:
+            # root's inside (host root is nobody there), dated as the declared machine
+            os.lchown(path, SANDBOX_UID, SANDBOX_UID)
+            os.utime(path, (FIXED_MTIME, FIXED_MTIME), follow_symlinks=False)
+        _check_call(["mount", "-o", "remount,ro", str(self.dev)])
 
     def _make_namespaces(self) -> None:
         """Create the user (and time) namespace every process of this sandbox enters and pin them.
@@ -256,7 +294,7 @@ class Sandbox:
         for p in self._procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=5)
-        unmount_below(self.dir)  # overlay root, layer tmpfs, user and time namespaces
+        unmount_below(self.dir)  # overlay root, layer and /dev tmpfs, devpts, user and time namespaces
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> Sandbox:
@@ -292,19 +330,19 @@ class Sandbox:
         ``tty=True`` keeps the caller's controlling terminal, which job control needs.
         ``ro_binds`` maps sandbox paths to host folders shown read-only there.
         """
-        # /dev is bwrap's own tmpfs, sized by nothing but RAM: it is made read-only, and
-        # /dev/shm is a folder of the layer's tmpfs, so what is put there counts against
-        # ``disk_mb`` (and shows in usage()) like any other write.
+        # /dev is read-only (see _make_dev), and /dev/shm is a folder of the layer's tmpfs,
+        # so what is put there counts against ``disk_mb`` (and shows in usage()) like any
+        # other write.
         timens = [] if self.timens is None else [f"--time={self.timens}"]
         args = ["nsenter", f"--user={self.userns}", *timens, "--", "bwrap", "--seccomp", "9", "--bind", str(self.root), "/",
-                "--dev", "/dev", "--bind", str(self.layer / SHM), "/dev/shm", "--remount-ro", "/dev",
+                "--dev-bind", str(self.dev), "/dev", "--bind", str(self.layer / SHM), "/dev/shm",
                 "--proc", "/proc"]
         for name in PROC_READ_ONLY:
             if os.path.exists(f"/proc/{name}"):
                 args += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
         for name in PROC_EMPTY:
             if os.path.exists(f"/proc/{name}"):
-                args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
+                args += ["--ro-bind", str(self.dev / "null"), f"/proc/{name}"]
         for guest, host in {**self._machine_binds, **(ro_binds or {})}.items():
             args += ["--ro-bind", str(host), guest]
         args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup",
