@@ -2,16 +2,18 @@
 
 Recorded trajectories are ground truth, so what a sandbox says about its hardware and
 kernel must be the same on every recording host. A :class:`Machine` is that declaration:
-a fixed kernel string, the CPU count and memory of the sandbox's own limits, and a freshly
-booted, idle system. :func:`write_files` renders it as static files that the sandbox
+a fixed kernel string, the CPU count and memory of the sandbox's own limits, and an idle
+system up for an hour. :func:`write_files` renders it as static files that the sandbox
 binds read-only over the host's (like LXCFS, but frozen): the ``/proc`` entries that
 ``free``, ``top``, ``uptime``, ``nproc --all`` and friends read, and a ``uname`` program,
 because the uname(2) syscall itself answers with the host kernel and a user namespace
 cannot change that. The CPU count that ``nproc`` prints comes from the CPU affinity the
 sandbox sets (:func:`pick_cpus`).
 
-What stays the host's: uname(2) called directly (Python's ``os.uname()``, ``platform``),
-the ``cpuid`` instruction, and per-process fields (pids, process start times, mount ids).
+What stays the host's: uname(2) called directly (Python's ``os.uname()``, ``platform``)
+and the ``cpuid`` instruction. What differs from run to run: pids, mount ids, the host
+CPU numbers in affinity masks, and process start times (counted from the sandbox's own
+start, against an uptime that does not move). docs/security.md has the whole list.
 """
 
 from __future__ import annotations

@@ -22,11 +22,12 @@ unprivileged uid on the host: it holds capabilities only over its own namespaces
 (none by default, so CapEff is 0; tasks that manage users opt in to
 :data:`USER_ADMIN_CAPABILITIES`), none over the host's (/proc/sys, keyrings, other
 processes). On top: private network (loopback
-only), PID, IPC, UTS, mount and cgroup namespaces, a minimal /dev, its own /proc with
+only), PID, IPC, UTS, mount, cgroup and time namespaces, a minimal /dev, its own /proc with
 the parts that reach kernel state read-only or hidden, no host path mounted, and the
-seccomp filter of ``seccomp.py``. What it says about its kernel, CPUs and memory is the
-declared :class:`~agentworld.envs.sandbox.machine.Machine`, never the host's. Processes join the sandbox's cgroup before exec, so
-teardown kills everything the episode started.
+seccomp filter of ``seccomp.py``. Processes join the sandbox's cgroup before exec, so
+teardown kills everything the episode started. What the sandbox says about its kernel,
+CPUs, memory, load and uptime is the declared :class:`~agentworld.envs.sandbox.machine.Machine`,
+never the host's.
 
 Files are written and read through processes inside the sandbox, never by the host
 following paths in the overlay: a symlink planted by the episode cannot redirect a
