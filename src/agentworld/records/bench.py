@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from agentworld.domains import DOMAINS, domain_of_task
-from agentworld.domains.presented import action_of
+from agentworld.domains.presented import action_of, present
 from agentworld.jsonl import LineError, read_jsonl, write_jsonl
 from agentworld.parsing import clean_observation
 
@@ -97,6 +97,18 @@ class BenchSample(BaseModel):
         bare = self.model_copy(update={"prompt": prompt, "current_prompt": current})
         bare._key_order = list(self._key_order)
         return bare
+
+    def with_presented_actions(self) -> BenchSample:
+        """This sample as published records present it: each text action of ``prompt``
+        (and ``current_prompt``) under ``### Turn N`` and ``**Action:**`` in a fence
+        (:func:`agentworld.domains.presented.present`); ``with_bare_actions`` reads it back."""
+        bare = self.with_bare_actions()
+        prompt = [present(p, self.domain, turn=i) if isinstance(p, str) else p for i, p in enumerate(bare.prompt, 1)]
+        current = (present(bare.current_prompt, self.domain, turn=self.turn_idx)
+                   if isinstance(bare.current_prompt, str) else bare.current_prompt)
+        shown = self.model_copy(update={"prompt": prompt, "current_prompt": current})
+        shown._key_order = list(self._key_order)
+        return shown
 
     @property
     def ground_truth(self) -> str:
