@@ -2,9 +2,11 @@
 X server, a D-Bus session, AT-SPI and the desktop applications, and pyautogui.
 
 Built once with the sandbox's own ``ensure_rootfs`` (debootstrap, cached, keyed by the
-package list), then pyautogui and its pure-Python dependencies are installed into it
-from PyPI on the host (the sandbox has no network). Everything an episode runs, the X
-server included, comes from this root: no host program is visible inside.
+package list and this root's lock file ``rootfs.lock`` beside this module, whose versions
+it installs and checks; ``python -m agentworld.envs.os.rootfs --lock`` regenerates it),
+then pyautogui and its pure-Python dependencies are installed into it from PyPI on the
+host (the sandbox has no network). Everything an episode runs, the X server included,
+comes from this root: no host program is visible inside.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ PYPI_PACKAGES: tuple[str, ...] = (
     "PyAutoGUI==0.9.54", "pymsgbox==1.0.9", "pytweening==1.2.0", "pyscreeze==1.0.1",
     "pygetwindow==0.0.9", "pyrect==0.2.0", "pyperclip==1.11.0",
 )
-SPEC = RootfsSpec(packages=tuple(sorted(set(DEFAULT_PACKAGES) | set(DESKTOP_PACKAGES))))
+SPEC = RootfsSpec(packages=tuple(sorted(set(DEFAULT_PACKAGES) | set(DESKTOP_PACKAGES))),
+                  lock=Path(__file__).with_name("rootfs.lock"), relock="python -m agentworld.envs.os.rootfs --lock")
 SITE = "usr/local/lib/python3.11/dist-packages"
 _MARK = ".agentworld-pypi"
 _HINT = "run `python -m agentworld.envs.os.rootfs` (root, a Debian mirror and PyPI reachable; a few minutes, once)"
@@ -74,7 +77,22 @@ def _read(path: Path) -> str | None:
         return None
 
 
-if __name__ == "__main__":  # the setup script: build once
-    from agentworld.envs.sandbox.rootfs import shifted_rootfs
+def main(argv: list[str] | None = None) -> None:
+    """``python -m agentworld.envs.os.rootfs [--lock]``: build once (the setup script does)
+    or, with ``--lock``, rebuild from the mirror's current versions and rewrite the lock."""
+    import argparse
 
-    print(shifted_rootfs(desktop_rootfs(build=True)))
+    from agentworld.envs.sandbox.rootfs import relock, shifted_rootfs
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--lock", action="store_true", help=f"regenerate {SPEC.lock}")
+    try:
+        if parser.parse_args(argv).lock:
+            relock(SPEC)
+        print(shifted_rootfs(desktop_rootfs(build=True)))
+    except SandboxUnavailable as exc:
+        sys.exit(f"error: {exc}")
+
+
+if __name__ == "__main__":
+    main()
