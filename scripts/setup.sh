@@ -8,6 +8,8 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 APT_PACKAGES=(tmux bubblewrap debootstrap libseccomp2)
+# MCP servers run over the host's /usr and get their declared clock from libfaketime (envs/clock.py).
+APT_PACKAGES+=(libfaketime)
 # Search corpus sources (Python and kernel docs, man pages, a dictionary) and, where Node is
 # missing, Node for the MCP servers from npm.
 # The corpus reads only these packages' files (dpkg -L; see envs/search/sources.py).

@@ -16,6 +16,7 @@ from typing import Any
 from agentworld import tool_calls
 from agentworld.envs._owner import write_owner
 from agentworld.envs.base import Env, Reset, Step
+from agentworld.envs.clock import Clock
 from agentworld.envs.mcp.client import McpHub
 from agentworld.envs.mcp.episode_folder import EpisodeFolder
 from agentworld.envs.mcp.servers import Limits, server_spec
@@ -43,6 +44,10 @@ _CALL_ERRORS = {
 }
 
 
+WHOSE_CLOCK = "The servers'"
+"""How the initial state names the clock it declares."""
+
+
 def dump_observation(data: dict[str, Any]) -> str:
     # Version-free, so the ground truth does not depend on the servers' pydantic.
     return unversioned(json.dumps(data, ensure_ascii=False))
@@ -52,10 +57,13 @@ class McpEnv(Env):
     """Real MCP servers for one episode at a time.
 
     ``reset(options=...)`` takes ``servers`` (names from :data:`SERVER_NAMES`), ``task``
-    (the task description) and the workspace content (see :mod:`.workspace`). Each
-    episode lives in a temporary folder under ``root`` (default: the system's), removed
-    when the next episode starts, on :meth:`close`, when the env is garbage-collected or
-    the interpreter exits, and -- after a kill -- by the next environment start's sweep.
+    (the task description), the workspace content (see :mod:`.workspace`) and ``clock``:
+    when the servers' wall clock starts (ISO 8601 with a zone; default
+    :data:`~agentworld.envs.clock.DEFAULT_START`, or ``"real"`` for a task that needs the
+    host's clock). The initial state declares it. Each episode lives in a temporary
+    folder under ``root`` (default: the system's), removed when the next episode starts,
+    on :meth:`close`, when the env is garbage-collected or the interpreter exits, and --
+    after a kill -- by the next environment start's sweep.
     """
 
     domain = "mcp"
@@ -86,7 +94,8 @@ class McpEnv(Env):
         if self.root:
             self.root.mkdir(parents=True, exist_ok=True)
             sweep_leftovers(self.root)  # the default folder is swept when any env starts
-        specs = [server_spec(n) for n in names]  # an unknown name fails before anything is made
+        clock = Clock.of(options.get("clock"))
+        specs = [server_spec(n, clock) for n in names]  # an unknown name fails before anything is made
         self._tmp = Path(tempfile.mkdtemp(prefix=MCP_PREFIX, dir=self.root))
         write_owner(self._tmp)
         folder = EpisodeFolder.create(self._tmp, self.limits)
@@ -106,7 +115,7 @@ class McpEnv(Env):
         self._context = {
             "task_description": options.get("task", ""),
             "tools": self._hub.tool_schemas(),
-            "initial_state": f"MCP servers: {servers}.\n{state}",
+            "initial_state": f"MCP servers: {servers}.\n{state}\n{clock.describe(WHOSE_CLOCK)}",
         }
         info = {"servers": names, "tools": sorted(self._hub.tools), "workspace": str(workspace)}
         return Reset(observation=self._context["initial_state"], info=info)

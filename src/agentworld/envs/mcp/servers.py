@@ -6,10 +6,11 @@ at run time. Every server runs under bubblewrap as the unprivileged user ``nobod
 with no capabilities and the shared seccomp filter: it sees the system folders, its own
 runtime and package read-only, the episode workspace read-write at ``/workspace`` (so
 paths in observations are the same on every machine and in every run) and a private
-``/tmp``; nothing else of the host. Its network namespace holds only a loopback, and
-CPU-time / file-size limits apply. The fetch server shares its private loopback with a
-page server for the episode's ``/workspace/site`` folder, so it can reach those pages and
-nothing else.
+``/tmp``; nothing else of the host, not even its clock: the wall clock reads the
+episode's declared time (:mod:`agentworld.envs.clock`). Its network namespace holds only
+a loopback, and CPU-time / file-size limits apply. The fetch server shares its private
+loopback with a page server for the episode's ``/workspace/site`` folder, so it can
+reach those pages and nothing else.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import platformdirs
+
+from agentworld.envs.clock import INSTALL_HINT, REAL, Clock, find_library
 
 if TYPE_CHECKING:
     from agentworld.envs.sandbox.limits import Limits as SandboxLimits
@@ -67,6 +70,8 @@ class ServerSpec:
     """``python`` (this interpreter's installation) and/or ``node``: what its sandbox binds."""
     binds: tuple[tuple[str, str], ...] = ()
     """Extra host paths the server reads: ``(host path, path inside)``, read-only."""
+    clock: Clock = field(default_factory=Clock.of)
+    """The wall clock the server sees (timers and durations stay real: they pace its work)."""
 
     @property
     def npm_package(self) -> str | None:
@@ -131,11 +136,12 @@ def _specs() -> dict[str, ServerSpec]:
 SERVER_NAMES: tuple[str, ...] = tuple(_specs())
 
 
-def server_spec(name: str) -> ServerSpec:
+def server_spec(name: str, clock: Clock | None = None) -> ServerSpec:
+    """How to start server ``name``, on ``clock`` (default: the declared default start)."""
     specs = _specs()
     if name not in specs:
         raise KeyError(f"unknown MCP server {name!r} (known: {', '.join(specs)})")
-    return specs[name]
+    return specs[name] if clock is None else replace(specs[name], clock=clock)
 
 
 def missing_servers(names: list[str] | tuple[str, ...] = SERVER_NAMES) -> list[str]:
@@ -159,6 +165,8 @@ def missing_servers(names: list[str] | tuple[str, ...] = SERVER_NAMES) -> list[s
                            "(run python -m agentworld.envs.mcp.install)")
     if shutil.which("bwrap") is None:
         out.append("bubblewrap (bwrap) is not installed")
+    if find_library() is None:
+        out.append(f"libfaketime is not installed, so servers cannot get the declared clock: {INSTALL_HINT}")
     if os.geteuid() != 0:
         out.append("MCP sandboxes are built as root before dropping to an unprivileged user: run as root")
     return out
@@ -228,10 +236,12 @@ def confined_argv(spec: ServerSpec, workspace: Path, limits: Limits = Limits(),
     filter, in new user, PID, IPC, UTS and network namespaces (loopback only). It sees a
     read-only tree holding only the system folders, its runtime and package, a few
     generated ``/etc`` files and ``/workspace`` (the one writable host folder), plus a
-    private ``/tmp``. The launcher joins the ``cgroup`` folders first, so the server and
-    everything it starts count against the episode's memory, process and CPU limits.
+    private ``/tmp``, and runs on the spec's clock. The launcher joins the ``cgroup``
+    folders first, so the server and everything it starts count against the episode's
+    memory, process and CPU limits.
     Run it with :func:`server_env` as its environment.
     """
+    clock = _clock_args(spec.clock)
     from agentworld.envs._owner import OWNER_VAR, token
     from agentworld.envs.sandbox.seccomp import filter_path
 
@@ -258,10 +268,21 @@ def confined_argv(spec: ServerSpec, workspace: Path, limits: Limits = Limits(),
         "--unshare-cgroup-try", "--hostname", "mcp",
         "--dev", "/dev", "--remount-ro", "/dev", "--proc", "/proc",
         "--size", str(limits.tmp_mb * 2**20), "--tmpfs", "/tmp",
+        *clock,
         "--chdir", WORKSPACE, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
         "--", *spec.argv,
     ]
     return [sys.executable, "-I", "-S", str(_LAUNCHER), *ops, "--", *bwrap]
+
+
+def _clock_args(clock: Clock) -> list[str]:
+    """bwrap options that give the server ``clock``: set by bwrap for the server alone, so
+    the launcher (root, in the host's namespaces) never loads libfaketime itself."""
+    library = None if clock.real else find_library()
+    if not clock.real and library is None:
+        raise RuntimeError(f"libfaketime is not installed, so MCP servers cannot get the declared clock: "
+                           f"{INSTALL_HINT}, or opt into the real clock (clock={REAL!r})")
+    return [arg for key, value in clock.env(library or "").items() for arg in ("--setenv", key, value)]
 
 
 def _readonly_binds(spec: ServerSpec) -> list[tuple[str, str]]:
