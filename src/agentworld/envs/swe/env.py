@@ -6,6 +6,11 @@ fresh sandbox, applies the mutation and runs the repository's own tests there; a
 that no test notices is reverted and the next candidate is tried. The buggy tree is then
 committed (fixed author and dates, so the commit hash is reproducible) and the episode
 starts. ``step`` takes one JSON tool call (see ``tools.py``) and returns what the tool prints.
+
+Every process in the sandbox runs on the episode's declared clock
+(:mod:`agentworld.envs.clock`): it starts at the declared time when the episode starts and
+advances a fixed tick per reading, so ``date`` and pytest's "passed in 0.05s" are the same
+in every run and on every machine; the initial state declares it.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentworld.envs.base import Env, Reset, Step
-from agentworld.envs.sandbox import Limits, Sandbox
+from agentworld.envs.clock import SHARED_COUNTER_ENV, SHARED_COUNTER_FILES, TICK_S, Clock, find_library
+from agentworld.envs.sandbox import Limits, Sandbox, SandboxUnavailable
+from agentworld.envs.sandbox.rootfs import ensure_rootfs
 from agentworld.envs.swe import mutate, repos
 from agentworld.envs.swe.editor import Editor, SandboxFiles, ToolError
 from agentworld.envs.swe.tools import TOOLS, Bash, parse_action
@@ -24,6 +31,22 @@ from agentworld.seeding import keyed_rng
 
 # pytest's short summary: "FAILED tests/test_x.py::test_y[param] - AssertionError: ..."
 FAILED_RE = re.compile(r"^(?:FAILED|ERROR) (\S+?\.py(?:::.+?)?)(?: - .*)?$", re.M)
+
+
+WHOSE_CLOCK = "The sandbox's"
+"""How the initial state names the clock it declares."""
+
+
+def _clock_env(clock: Clock) -> dict[str, str]:
+    """What gives every sandbox process ``clock``: libfaketime from the sandbox's own root."""
+    if clock.real:
+        return {}
+    root = ensure_rootfs(build=False)
+    library = find_library(root)
+    if library is None:
+        raise SandboxUnavailable(f"the sandbox root {root} has no libfaketime, so it cannot get the declared clock",
+                                 "rebuild it: `python -m agentworld.envs.sandbox.rootfs` (or opt into clock='real')")
+    return {**clock.env(library), **SHARED_COUNTER_ENV}
 
 
 class NoBugFound(RuntimeError):
@@ -56,6 +79,10 @@ class SweConfig:
     cache: str | None = None
     """sdist cache folder (default: the user cache, see ``repos.cache_dir``)."""
     limits: Limits = field(default_factory=lambda: Limits(memory_mb=2048, pids=256, disk_mb=512))
+    clock: str | None = None
+    """When the sandbox's clock starts: an ISO 8601 time with a zone (default
+    :data:`~agentworld.envs.clock.DEFAULT_START`), or ``"real"`` for a task that needs the
+    host's clock (its durations then differ between runs)."""
 
 
 class SweEnv(Env):
@@ -75,7 +102,7 @@ class SweEnv(Env):
     # -- episode ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
         """Options: ``repo`` (name), ``mutation`` (a :attr:`Mutation.id` to force), ``bug``
-        (False: no bug, the pristine tree)."""
+        (False: no bug, the pristine tree), ``clock`` (see :attr:`SweConfig.clock`)."""
         self.close()
         self.bug = None
         options = options or {}
@@ -85,23 +112,28 @@ class SweEnv(Env):
         if name not in repos.REPOS:
             raise KeyError(f"unknown repository {name!r} (known: {', '.join(repos.REPOS)})")
         spec = self.spec = repos.REPOS[name]
-        self.sandbox = Sandbox(limits=self.config.limits, env={"PYTHONPATH": repos.guest_pythonpath(spec)})
+        clock = Clock.of(options.get("clock", self.config.clock), tick_s=TICK_S, monotonic=True)
+        self.sandbox = Sandbox(limits=self.config.limits,
+                               env={"PYTHONPATH": repos.guest_pythonpath(spec), **_clock_env(clock)})
         # No sandbox process has run yet, so writing the fresh tree from the host is safe.
         repo = repos.extract_repo(spec, self.sandbox.workspace, self.config.cache)
         self.sandbox.adopt(self.sandbox.workspace)  # host-written files belong to root inside
+        self._start_clock(clock)
         top = sorted(p.name + ("/" if p.is_dir() else "") for p in repo.iterdir())
         if options.get("bug", True):
             candidates = mutate.repo_mutations(repo, spec.source_dirs, spec.exclude)
             originals = {m.file: (repo / m.file).read_text(encoding="utf-8") for m in candidates}
             self.bug = self._inject(spec, mutate.ordered(candidates, rng), originals, options.get("mutation"))
         self._git_init(spec)
+        machine = self._versions()
+        self._start_clock(clock)  # the episode's first command sees the declared start
         self.editor = Editor(SandboxFiles(self.sandbox), cwd=repos.GUEST_ROOT)
         self.bash = Bash(self.sandbox, cwd=repos.GUEST_ROOT, timeout=self.config.bash_timeout)
         self.steps = 0
         self._context = {
             "task_description": self._task(spec, self.bug),
             "tools": TOOLS,
-            "initial_state": self._initial_state(spec, top, self._versions()),
+            "initial_state": self._initial_state(spec, top, machine, clock),
         }
         info: dict[str, Any] = {"repo": spec.name, "version": spec.version}
         if self.bug is not None:
@@ -167,6 +199,22 @@ class SweEnv(Env):
             self.sandbox.write_file(path, originals[m.file])
         raise NoBugFound(f"no mutation of {spec.name} made a test fail in {self.config.max_attempts} attempts")
 
+    def _start_clock(self, clock: Clock) -> None:
+        """(Re)start the sandbox's clock at its declared time: a fresh tick counter.
+
+        The old counter is removed without libfaketime loaded (so nothing holds it), then one
+        process under it makes the counter and ``exec``s, which leaves the counter behind for
+        every later command (see :data:`~agentworld.envs.clock.SHARED_COUNTER_ENV`).
+        """
+        assert self.sandbox is not None
+        if clock.real:
+            return
+        sem, shm = SHARED_COUNTER_FILES
+        self.sandbox.run(["/bin/rm", "-f", sem, shm], cwd="/", env={"LD_PRELOAD": ""})
+        res = self.sandbox.run(f"exec /bin/test -e {sem} -a -e {shm}", cwd="/")
+        if not res.ok:
+            raise RuntimeError(f"the sandbox's clock counter was not made ({sem}, {shm}): {res.stderr.strip()}")
+
     def _git_init(self, spec: repos.RepoSpec) -> None:
         assert self.sandbox is not None
         self.sandbox.write_file(f"{spec.guest_path}/.git/info/exclude", repos.GIT_EXCLUDES)
@@ -199,7 +247,7 @@ class SweEnv(Env):
         return f"{os_name} sandbox without network, working as root; {py} as {python}, {git}"
 
     @staticmethod
-    def _initial_state(spec: repos.RepoSpec, top: list[str], machine: str) -> str:
+    def _initial_state(spec: repos.RepoSpec, top: list[str], machine: str, clock: Clock) -> str:
         pytest_version = next(w.split("==")[1] for w in repos.TEST_WHEELS if w.startswith("pytest=="))
         return (
             f"{machine}, GNU coreutils, grep, sed, find.\n"
@@ -207,6 +255,7 @@ class SweEnv(Env):
             f"holding the source distribution of {spec.dist} {spec.version}. Top-level entries: "
             f"{', '.join(top)}.\n"
             f"pytest {pytest_version} is importable; PYTHONPATH={repos.guest_pythonpath(spec)}.\n"
-            f"The suite runs with: cd {spec.guest_path} && {spec.test_command}"
+            f"The suite runs with: cd {spec.guest_path} && {spec.test_command}\n"
+            f"{clock.describe(WHOSE_CLOCK)}"
         )
 
