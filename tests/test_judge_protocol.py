@@ -243,3 +243,26 @@ async def test_agentworld_judge_request_and_its_retry(endpoint: Endpoint, tmp_pa
     assert (second["seed"], second["temperature"]) == (1, 0.7)
     user = first["messages"][1]["content"]
     assert "SYS-T" in user and "# Scoring Instructions" in user  # our message keeps the simulation context
+
+
+async def test_a_left_out_verdict_is_redone_once_the_prediction_is_answered(tmp_path: Path) -> None:
+    from agentworld.bench.judging import load_judgements, run_judging
+    from agentworld.judge import RuleScorer
+    from agentworld.records.prediction import PredictionRecord
+
+    [sample] = [s for s in load_bench_dir(make_bench(tmp_path)).samples if s.id == 1]
+
+    def rec(p: Prediction) -> PredictionRecord:
+        return PredictionRecord(uid=sample.uid, domain=sample.domain, id=sample.id, turn_idx=sample.turn_idx, sample_index=0,
+                                prediction=p.model_copy(update={"backend": "openai", "model": "wm"}))
+
+    out = tmp_path / "judged.jsonl"
+    first = await run_judging([RuleScorer()], [sample], [rec(Prediction(error="HTTP 500"))], out)
+    assert (first.done, first.left_out, first.failed) == (1, 1, 0)
+    # `bench infer --retry-failed` answered it since: judged now, without --rejudge.
+    answered = rec(Prediction(text="alpha", observation="alpha\n$", status=Status.untagged))
+    again = await run_judging([RuleScorer()], [sample], [answered], out)
+    assert (again.done, again.left_out) == (1, 0)
+    [verdict] = load_judgements(out).records.values()
+    assert verdict.judgement.ok and verdict.observation == "alpha\n$"
+    assert (await run_judging([RuleScorer()], [sample], [answered], out)).skipped == 1
