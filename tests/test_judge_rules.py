@@ -111,7 +111,12 @@ async def test_async_score_matches_sync(awbench_dir):
 
 def test_sample_without_history_has_no_contradictions():
     s = BenchSample(task="terminal", id=1, prompt=["ls"], response=["a"], current_prompt="ls", system_str="", turn_idx=1, total_turns=1)
-    assert scorer.score_sync(s, pred("b")).scores["consistency"] == 5
+    wrong = scorer.score_sync(s, pred("b"))
+    assert wrong.details["contradictions"] == [] and not wrong.details["stale_output"]
+    # Nothing checkable is not consistency 5 (issue 26): with nothing the session fixed,
+    # an answer earns half by being an answer and the rest by matching the output.
+    assert wrong.scores["consistency"] == 3
+    assert scorer.score_sync(s, pred("a")).scores["consistency"] == 5
 
 
 def test_mcp_factuality_checks_values_the_session_fixed():

@@ -64,7 +64,10 @@ def test_off_action_output_of_the_right_kind_keeps_some_realism(samples) -> None
     s = samples["mcp/mcp-test-1000005:1/1"]  # echo "hello delta"
     other = s.ground_truth.replace("delta", "zephyr")
     scores, details = score_observation(s, other)
-    assert details["off_action"] and scores["consistency"] == 1 and scores["realism"] == 3
+    # Issue 26: another message echoed contradicts the call, which lowers realism (2, where
+    # another kind of output is 1); both labellers put it at 3 and 1 respectively.
+    assert details["off_action"] and scores["consistency"] == 1 and scores["realism"] == 2
+    assert score_observation(s, s.ground_truth.replace("delta", "zephyr").replace("Echo", "Result"))[0]["realism"] <= 2
 
 
 def test_results_page_with_fields_out_of_their_blocks_is_broken(samples) -> None:

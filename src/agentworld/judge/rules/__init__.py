@@ -93,14 +93,18 @@ from agentworld.judge.rules import android, mcp, os, search, swe, terminal, web
 from agentworld.judge.rules._common import (
     DomainRules,
     altered_share,
+    distinct_facts,
     grounded_recall,
     is_action_copy,
     length_proportion,
+    mask_metadata,
     meta_hits,
     multiset_f1,
     norm,
     only_meta,
     praise_hits,
+    runaway_repetition,
+    session_tokens,
     shape_similarity,
     to_scale,
     unit_recall,
@@ -156,7 +160,9 @@ def factuality_fraction(rules: DomainRules, sample: BenchSample, pred: str) -> t
     own and weigh their share of its tokens. The frame counts ``FRAME_WEIGHT``. Altered
     copies of real units multiply the result down."""
     truth = sample.ground_truth
-    t_body, p_body = rules.body(truth), rules.body(pred)
+    # Runtime metadata the session did not fix (sizes, times, pids) counts by its format.
+    known = session_tokens(sample)
+    t_body, p_body = mask_metadata(rules.body(truth), known), mask_metadata(rules.body(pred), known)
     t_units, p_units = rules.units(t_body), rules.units(p_body)
     frame = list((Counter(rules.units(truth)) - Counter(t_units)).elements())
     frame_found = unit_recall(frame, rules.units(pred)) if frame else None
@@ -175,10 +181,11 @@ def factuality_fraction(rules: DomainRules, sample: BenchSample, pred: str) -> t
     content = open_match if det is None else share * det + (1 - share) * open_match
     base = content if frame_found is None else FRAME_WEIGHT * frame_found + (1 - FRAME_WEIGHT) * content
     changed = rules.changed(sample)
-    change_found = unit_recall(changed, p_units) if changed else None
+    change_found = unit_recall(changed, rules.units(rules.body(pred))) if changed else None
     if change_found is not None:
         base *= (1 - CHANGE_WEIGHT) + CHANGE_WEIGHT * change_found
-    altered, altered_examples = altered_share(rules.units(pred), rules.units(truth))
+    altered, altered_examples = altered_share(rules.units(mask_metadata(pred, known)),
+                                              rules.units(mask_metadata(truth, known)))
     why = {
         "change_found": None if change_found is None else round(change_found, 3),
         "determined_lines": len(determined),
@@ -189,7 +196,12 @@ def factuality_fraction(rules: DomainRules, sample: BenchSample, pred: str) -> t
         "altered_share": round(altered, 3),
         "altered": altered_examples,
     }
-    return base * (1 - altered), why
+    # Invented content: the real output reproduced and more lines added that match none of
+    # it (files a listing does not have). F2 forgives extra units; a reader does not.
+    extra = [u for u in p_units if u not in set(t_units)]
+    invented = len(extra) / len(p_units) if p_units and extra and unit_recall(t_units, p_units) >= 0.8 else 0.0
+    why["invented_share"] = round(invented, 3)
+    return base * (1 - altered) * (1 - invented), why
 
 
 def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, int], dict[str, Any]]:
@@ -199,7 +211,7 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
     # Every rule reads the bare actions: a record in the published presentation (turn
     # header, ``**Action:**``, a fence) scores as its bare twin does.
     sample = sample.with_bare_actions()
-    rules = rules_for(sample.domain)
+    rules = rules_for(sample.domain).for_sample(sample)
     truth = sample.ground_truth
     if (why := degenerate_answer(sample, pred)) is not None:
         return _no_answer(why)
@@ -216,11 +228,21 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
     # contradiction of the action or of earlier turns.
     # The body's: the frame (a screen's echo line) repeats the action whatever happened.
     recall, n_grounded = grounded_recall(rules.body(pred), sample, rules.body(truth))
+    if not n_grounded:
+        # Nothing of the real output is fixed by the session: an answer cannot earn
+        # consistency by saying nothing checkable; it earns half by being this action's
+        # output, the rest by how well it matches what the action printed.
+        recall = 0.5 + 0.5 * fact
     # Penalties count at most two contradictions: one more says little more.
-    n_contra = min(2, len(contradictions) + bool(stale))
+    n_contra = min(2, distinct_facts(contradictions) + bool(stale))
     consistency = to_scale(recall) - 2 * n_contra
     if off_action:
         consistency = 1
+    unchanged = rules.unchanged(pred, sample) and not rules.unchanged(truth, sample)
+    if stale or unchanged:
+        # The session moved on and the answer did not: an earlier turn's output, or the
+        # screen before an action that changes it (the rubrics' stale state, 1-2).
+        consistency = min(consistency, 2)
 
     # realism and format: this domain's kind of output for this action, built alike.
     kind_pred, kind_truth = rules.kind(pred, sample), rules.kind(truth, sample)
@@ -232,9 +254,9 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
     malformed = rules.malformed(pred, sample) if not rules.malformed(truth, sample) else []
     if impossible:
         fact *= 0.5
-    unchanged = rules.unchanged(pred, sample) and not rules.unchanged(truth, sample)
     # An earlier command's output shown again is that command's kind of output (terminal).
     other_output = rules.other_command_output(pred, sample) if stale else None
+    runaway = runaway_repetition(pred, truth)
     fmt, fmt_why = rules.format_fraction(pred, truth, sample)
     completeness = unit_recall(rules.units(rules.body(truth)), rules.units(rules.body(pred)), fuzzy=0.8)
     scores = {
@@ -249,8 +271,14 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
         # with an effect shows.
         "realism": (to_scale(0.4 * (same_kind and not (unchanged or other_output)) + 0.4 * fmt + 0.2 * length)
                     - 2 * len(meta)
-                    - 3 * bool(impossible or malformed)),
+                    - 3 * bool(impossible or malformed or runaway)
+                    # What contradicts the session could not have been printed in it.
+                    - min(2, distinct_facts(contradictions))),
     }
+    if stale:
+        # Another moment's output: what it states is not this action's result, and this
+        # action would not have printed it.
+        scores["factuality"] = min(scores["factuality"], 2)
     if (fact_why["determined_share"] >= 0.5 and fact_why["determined_found"] == 0 and not fact_why["altered"]
             and rules.body(pred).strip()):
         # The session fixes most of the real output (a file read back) and the answer
@@ -262,7 +290,7 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
         # the kind this action prints (another message echoed) could pass for a real
         # one; another kind (a file view for a grep) could not.
         scores["factuality"] = min(scores["factuality"], 2)
-        scores["realism"] = min(scores["realism"], 3 if same_kind else 1)
+        scores["realism"] = min(scores["realism"], 2 if same_kind else 1)
     # quality is the overall verdict: right content, consistent with the session, complete,
     # and the kind and length of output this action gets. A geometric mean: an observation
     # is only as useful as its weakest side (complete but for another command is useless).
@@ -285,6 +313,7 @@ def score_observation(sample: BenchSample, pred: str | None) -> tuple[dict[str, 
         "impossible_values": impossible,
         "malformed": malformed,
         "unchanged_screen": unchanged,
+        "runaway": runaway,
         "other_command_output": other_output,
         "meta_text": meta,
         "completeness": round(completeness, 3),

@@ -178,7 +178,33 @@ def impossible_values(text: str) -> list[str]:
         hms = [int(g) for g in m.groups()[3:] if g is not None]
         if not (1 <= month <= 12 and 1 <= day <= 31) or (hms and (hms[0] > 23 or any(x > 59 for x in hms[1:]))):
             bad.append(m.group(0))
+    # git prints a file's mode as one of five octal values (a cut-off or invented 433977 is none).
+    bad += [m.group(0) for m in _GIT_MODE.finditer(text) if m.group(1) not in GIT_MODES]
     return bad[:3]
+
+
+_GIT_MODE = re.compile(r"\b(?:(?:new file|deleted file|old|new) mode|index [0-9a-f]{7,}\.\.[0-9a-f]{7,}) (\d+)\b")
+GIT_MODES = {"100644", "100755", "120000", "160000", "040000"}
+
+
+_RUN = re.compile(r"(\S)\1{49,}")
+
+
+def runaway_repetition(text: str, truth: str) -> list[str]:
+    """Signs of a generator stuck in a loop that the real output does not share: one
+    character 50 times or more in a row (a line of 486 zeros), or one line (not blank)
+    making up more than half of ten or more lines. No program prints these for an action
+    whose real output does not."""
+    out = []
+    if (m := _RUN.search(text)) and not _RUN.search(truth):
+        out.append(f"{m.group(1)!r} x{len(m.group(0))}")
+    lines = text_lines(text)
+    if len(lines) >= 10:
+        line, n = Counter(lines).most_common(1)[0]
+        t_lines = text_lines(truth)
+        if n > len(lines) / 2 and t_lines.count(line) < n / 2:
+            out.append(f"{line[:40]!r} x{n}")
+    return out
 
 
 def is_action_copy(pred: str, sample: BenchSample) -> bool:
@@ -226,7 +252,12 @@ def grounded_recall(pred: str, sample: BenchSample, truth: str | None = None) ->
     repeats, and how many there are. An answer about other things misses them. ``truth``
     is the part of the real observation to take them from (default: all of it)."""
     known = session_tokens(sample)
-    grounded = {t for t in ws_tokens(sample.ground_truth if truth is None else truth) if t in known and len(t) >= 3}
+    # Short numbers are everywhere (line numbers, counts); those an action typed
+    # (``x=5; y=7``) are the session's own values.
+    typed = {t for a in [*(a for a, _ in sample.history()), sample.action] for t in ws_tokens(action_of(a))
+             if t.isdigit()}
+    grounded = {t for t in ws_tokens(sample.ground_truth if truth is None else truth)
+                if t in known and (len(t) >= 3 or t in typed)}
     if not grounded:
         return 1.0, 0
     mine = set(ws_tokens(pred))
@@ -261,6 +292,32 @@ def altered_session_values(pred_units: list[str], truth_units: list[str], sample
             reported.add(lost[0])
             out.append(f"{lost[0]!r} replaced in {unit[:60]!r}")
     return out[:3]
+
+
+_METADATA = re.compile(r"[\w.:-]*\d[\w.:-]*")
+
+
+def mask_metadata(text: str, known: set[str]) -> str:
+    """``text`` with its runtime metadata reduced to its format: every token with a digit
+    that the session did not fix (a size, a time, a pid, a request id) has its digits
+    replaced by ``9``. The rubric judges such values by format and range, not by exact
+    match; values the session fixed (a count it printed, a number the call sent) stay."""
+    def mask(m: re.Match[str]) -> str:
+        tok = m.group(0)
+        core = tok.strip(".;:!?()[]{}<>").lower()
+        return tok if core in known else re.sub(r"\d", "9", tok)
+    return _METADATA.sub(mask, text)
+
+
+def distinct_facts(contradictions: list[str]) -> int:
+    """How many facts the contradictions are about: one value changed shows in the text
+    and in its structured copy (``totalThoughts``, ``structuredContent.totalThoughts``,
+    the call's argument), and counts once."""
+    keys = set()
+    for c in contradictions:
+        head = re.split(r"[:\s]", c.strip(), maxsplit=1)[0]
+        keys.add(head.rsplit(".", 1)[-1].strip("'\"").lower())
+    return len(keys)
 
 
 def length_proportion(pred: str, truth: str) -> float:
@@ -469,6 +526,11 @@ class DomainRules:
     """Whether :meth:`kind` tells this domain's kinds of output apart (format then
     weighs the kind match; with the default kinds it follows the layout alone)."""
 
+    def for_sample(self, sample: BenchSample) -> DomainRules:
+        """The rules as they read this sample (a domain whose layout depends on the
+        action -- a terminal wait types no echo line -- returns a configured copy)."""
+        return self
+
     def format_fraction(self, pred: str, truth: str, sample: BenchSample) -> tuple[float, dict[str, Any]]:
         """How well ``pred`` follows the observation layout of ``truth`` (0-1) and why."""
         shape = shape_similarity(pred, truth)
@@ -543,7 +605,8 @@ class DomainRules:
         literal values (paths, names, typed text) and pred repeats none of them."""
         truth = sample.ground_truth
         values = [v for v in action_values(sample.action) if mentions(truth, v)]
-        if values and not any(mentions(pred, v) for v in values):
+        # Case aside: ``Hello delta`` for ``hello delta`` answers this call, loosely.
+        if values and not any(mentions(pred.lower(), v.lower()) for v in values):
             return f"none of the action's values the real output repeats ({values[0][:40]!r}...)"
         return None
 

@@ -19,11 +19,15 @@ from agentworld.judge.rules._common import (
 )
 
 
-def _body(text: str) -> str:
-    """The command's output: the screen without the echo line and the final prompt."""
+def _body(text: str, typed: bool = True) -> str:
+    """The command's output: the screen without the echo line and the final prompt.
+
+    Where the action typed nothing (a wait), the first line's prompt is the one the
+    shell already showed and what follows it is output a job printed since
+    (``root@sandbox:/workspace# worker done``), not an echoed command."""
     lines = text.strip("\n").splitlines()
-    if lines and PROMPT_START.match(lines[0].strip()) and not PROMPT_LINE.match(lines[0].strip()):
-        lines = lines[1:]
+    if lines and (m := PROMPT_START.match(lines[0].strip())) and not PROMPT_LINE.match(lines[0].strip()):
+        lines = lines[1:] if typed else [lines[0].strip()[m.end():].strip(), *lines[1:]]
     if lines and PROMPT_LINE.match(lines[-1].strip()):
         lines = lines[:-1]
     return "\n".join(lines)
@@ -33,8 +37,15 @@ class TerminalRules(DomainRules):
     name = "terminal"
     typed_kinds = True
 
+    def __init__(self, typed: bool = True) -> None:
+        self.typed = typed
+        """Whether the action types any text (a wait types none: no echo line then)."""
+
+    def for_sample(self, sample: Any) -> TerminalRules:
+        return TerminalRules(typed=bool(typed_text(sample.action).strip()))
+
     def body(self, text: str) -> str:
-        return _body(text)
+        return _body(text, self.typed)
 
     def format_fraction(self, pred: str, truth: str, sample: Any) -> tuple[float, dict[str, Any]]:
         p, t = text_lines(pred), text_lines(truth)
@@ -58,7 +69,7 @@ class TerminalRules(DomainRules):
             return "empty"
         if not any(PROMPT_START.match(x.strip()) for x in text.splitlines()):
             return "screen"
-        body = _body(text)
+        body = _body(text, self.typed)
         if not body.strip():
             return "no output"
         return command_output_kind(body, typed_text(sample.action))
@@ -92,13 +103,13 @@ class TerminalRules(DomainRules):
 
     def malformed(self, text: str, sample: Any) -> list[str]:
         """Job lines in no form bash prints (``[1] 1 Done``)."""
-        return malformed_job_lines(text_lines(_body(text)))
+        return malformed_job_lines(text_lines(self.body(text)))
 
     def other_command_output(self, pred: str, sample: Any) -> str | None:
         """An earlier command's output under this command's echo line (the ps table after
         ``kill %1``): what that command printed, not what this one prints. The same
         program run again (``./len`` after ``./len abcd``) prints the same kind of output."""
-        mine = self.units(_body(pred))
+        mine = self.units(self.body(pred))
         programs = {argv[0] for argv, _ in commands(sample.action)}
         for action, obs in reversed(sample.history()):
             shown = set(self.units(_body(obs)))
@@ -128,7 +139,7 @@ class TerminalRules(DomainRules):
         # Background jobs: bash's notices name the session's own jobs and number a new one
         # above those alive (lines the real screen shows too are not in question).
         truth_lines = set(text_lines(sample.ground_truth))
-        new_lines = [ln for ln in text_lines(_body(pred)) if ln not in truth_lines]
+        new_lines = [ln for ln in text_lines(self.body(pred)) if ln not in truth_lines]
         return out + job_contradictions(new_lines, sample.history(), sample.action)
 
 
