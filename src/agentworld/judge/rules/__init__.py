@@ -94,6 +94,7 @@ from agentworld.judge.rules._common import (
     DomainRules,
     altered_share,
     distinct_facts,
+    fixed_tokens,
     grounded_recall,
     is_action_copy,
     length_proportion,
@@ -104,7 +105,6 @@ from agentworld.judge.rules._common import (
     only_meta,
     praise_hits,
     runaway_repetition,
-    session_tokens,
     shape_similarity,
     to_scale,
     unit_recall,
@@ -161,10 +161,12 @@ def factuality_fraction(rules: DomainRules, sample: BenchSample, pred: str) -> t
     copies of real units multiply the result down."""
     truth = sample.ground_truth
     # Runtime metadata the session did not fix (sizes, times, pids) counts by its format.
-    known = session_tokens(sample)
+    # Only the truth's fixed values stay: another number in pred is wrong by format or,
+    # where the truth's is fixed, by the mismatch.
+    known = fixed_tokens(sample) & set(ws_tokens(truth))
     t_body, p_body = mask_metadata(rules.body(truth), known), mask_metadata(rules.body(pred), known)
     t_units, p_units = rules.units(t_body), rules.units(p_body)
-    frame = list((Counter(rules.units(truth)) - Counter(t_units)).elements())
+    frame = list((Counter(rules.units(truth)) - Counter(rules.units(rules.body(truth)))).elements())
     frame_found = unit_recall(frame, rules.units(pred)) if frame else None
     determined = rules.determined(sample)
     in_body = [u for u in determined if norm(u) in norm(t_body)]

@@ -246,6 +246,19 @@ def session_tokens(sample: BenchSample) -> set[str]:
     return known
 
 
+def typed_numbers(sample: BenchSample) -> set[str]:
+    """The numbers the actions so far typed or sent (``x=5; y=7``, ``"thoughtNumber": 2``)."""
+    return {t for a in [*(a for a, _ in sample.history()), sample.action]
+            for t in ws_tokens(" ".join([action_of(a), *action_values(a)])) if t.isdigit()}
+
+
+def fixed_tokens(sample: BenchSample) -> set[str]:
+    """Tokens whose value the session fixed: :func:`session_tokens` without the short
+    numbers that only its observations show (a day, a link count, a line number: they
+    are everywhere), with the numbers the actions typed."""
+    return {t for t in session_tokens(sample) if len(t) >= 3 or not t.isdigit()} | typed_numbers(sample)
+
+
 def grounded_recall(pred: str, sample: BenchSample, truth: str | None = None) -> tuple[float, int]:
     """Share of the truth's session-grounded tokens (tokens of the real observation that an
     earlier turn or the action already shows: names, paths, values written) that pred
@@ -254,10 +267,9 @@ def grounded_recall(pred: str, sample: BenchSample, truth: str | None = None) ->
     known = session_tokens(sample)
     # Short numbers are everywhere (line numbers, counts); those an action typed
     # (``x=5; y=7``) are the session's own values.
-    typed = {t for a in [*(a for a, _ in sample.history()), sample.action] for t in ws_tokens(action_of(a))
-             if t.isdigit()}
+    typed = typed_numbers(sample)
     grounded = {t for t in ws_tokens(sample.ground_truth if truth is None else truth)
-                if t in known and (len(t) >= 3 or t in typed)}
+                if (t in known and len(t) >= 3) or t in typed}
     if not grounded:
         return 1.0, 0
     mine = set(ws_tokens(pred))
@@ -268,8 +280,10 @@ def grounded_recall(pred: str, sample: BenchSample, truth: str | None = None) ->
 def altered_session_values(pred_units: list[str], truth_units: list[str], sample: BenchSample) -> list[str]:
     """Units of pred that copy a real unit but change a value the session fixed: the real
     unit has a session token (a name, number or path seen earlier or in the action) where
-    pred has something else (``rm -f *.o comet`` after building ``falcon``)."""
-    known = session_tokens(sample)
+    pred has something else (``rm -f *.o comet`` after building ``falcon``). Short numbers
+    only earlier observations show (line numbers of a view) are no such value: a view of
+    lines the session never showed renumbers nothing."""
+    known = fixed_tokens(sample)
     pool = Counter(truth_units)
     for u in pred_units:
         if pool[u] > 0:
@@ -294,7 +308,7 @@ def altered_session_values(pred_units: list[str], truth_units: list[str], sample
     return out[:3]
 
 
-_METADATA = re.compile(r"[\w.:-]*\d[\w.:-]*")
+_METADATA = re.compile(r"[\w.:-]*\d[\w.:-]*|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b")
 
 
 def mask_metadata(text: str, known: set[str]) -> str:
@@ -305,7 +319,10 @@ def mask_metadata(text: str, known: set[str]) -> str:
     def mask(m: re.Match[str]) -> str:
         tok = m.group(0)
         core = tok.strip(".;:!?()[]{}<>").lower()
-        return tok if core in known else re.sub(r"\d", "9", tok)
+        if core in known:
+            return tok
+        # Digit runs as one (a size of 100 or 4096 is the same format), month names as one.
+        return "Mon" if tok.isalpha() else re.sub(r"\d+", "9", tok)
     return _METADATA.sub(mask, text)
 
 
