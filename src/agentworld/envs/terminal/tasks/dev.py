@@ -111,8 +111,10 @@ def python_tests(rng: random.Random) -> T:
              "test_calc.py": f"import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
                              f"    def test_add(self):\n        self.assertEqual(add({a}, {b}), {a + b})\n\n\n"
                              "if __name__ == '__main__':\n    unittest.main()\n"}
+    # No bytecode cache: a same-size edit within the second of the first run would leave a
+    # stale calc.pyc in charge, and the recorded outcome would depend on the host's speed.
     return T("python-tests", "Run the unit tests, find the bug in calc.py and fix it.",
-             files=files, category="python", actions=[
+             files=files, env={"PYTHONDONTWRITEBYTECODE": "1"}, category="python", actions=[
                  cmd("python3 -m unittest -v", 5), cmd("cat calc.py"), cmd("sed -i 's/a - b/a + b/' calc.py"),
                  cmd("python3 -m unittest -v", 5)])
 
