@@ -7,7 +7,8 @@ pairs each new trajectory with the shipped one of the same job (template and see
 turns' observations and the number of turns. Text is compared after masking the *declared
 runtime fields* below: values the environment documents as taken at run time (a clock
 reading, a duration, a process id), which a world model is asked to make plausible, not
-to know. Everything else must match: the goal is no differing observation.
+to know: clock readings, durations, process ids and ps statistics, and git object ids
+(a commit hashes its times). Everything else must match: the goal is no differing observation.
 
     python benchmarks/rerecord.py                         # every domain, 3 + 2 seeds each
     python benchmarks/rerecord.py --domain terminal --domain mcp --show 3
@@ -42,8 +43,12 @@ RUNTIME_FIELDS: dict[str, re.Pattern[str]] = {
     "timestamp": re.compile(
         rf"\d{{4}}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"
         rf"|(?:{_DAY},? )?{_MONTH} [ \d]\d(?: \d\d:\d\d(?::\d\d)?)?(?: (?:UTC|GMT))?(?: \d{{4}})?"
-        rf"|\b\d\d:\d\d:\d\d\b"
+        rf"|\b\d\d:\d\d:\d\d\b|\b\d{{4}}-\d\d-\d\d\b|\b\d\d/{_MONTH}/\d{{4}}\b"
     ),
+    # Git object ids: a commit's id hashes its author and committer times.
+    "git_object": re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)(?:[0-9a-f]{7,12}|[0-9a-f]{40})\b"),
+    # `ps aux` rows: CPU and memory shares, sizes and state flags of live processes.
+    "process_stats": re.compile(r"(?m)^(\S+\s+\d+)\s+\d+\.\d\s+\d+\.\d\s+\d+\s+\d+\s+(\S+)\s+\S+\s+\S+"),
     # How long something took: `real 0m0.003s`, pytest's `in 0.12s`, `took 35ms`.
     "duration": re.compile(r"\b\d+m\d+\.\d+s\b|\b\d+(?:\.\d+)?\s?(?:s|ms|us|µs|seconds?)\b"),
     # Process ids shown by job control (`[1] 4242`) and `ps`/`top` rows.
@@ -54,7 +59,8 @@ RUNTIME_FIELDS: dict[str, re.Pattern[str]] = {
 
 def mask(text: str) -> str:
     for name, pattern in RUNTIME_FIELDS.items():
-        text = pattern.sub(f"<{name}>", text)
+        # A pattern with groups keeps them (a ps row keeps its user and pid) and masks the rest.
+        text = pattern.sub(lambda m, n=name: " ".join([*m.groups(), f"<{n}>"]) if m.groups() else f"<{n}>", text)
     return text
 
 
