@@ -14,7 +14,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from test_sim_fixtures import READ_TOOLS, ServerThread
 
-from agentworld.records.trajectory import read_trajectories
+from agentworld.models import WorldModel, load_backend
+from agentworld.records.trajectory import Trajectory, Turn, read_trajectories, write_trajectories
 from agentworld.sim import PerturbationSpec, Scenario, SimEnv
 from agentworld.sim.mcp_facade import SimulatedToolServer, mcp_tool, tool_result
 
@@ -140,3 +141,57 @@ async def test_long_sessions_keep_a_bounded_prompt_and_the_whole_ledger(mcp_wm):
     # One client at most: a second one ends the first.
     await facade.call("list_items", {}, client="other")
     assert list(facade.clients) == ["other"]
+
+
+GRAPH = {"type": "object", "properties": {"entities": {"type": "array"}, "relations": {"type": "array"}},
+         "required": ["entities", "relations"]}
+GRAPH_TOOLS = [
+    {"name": name, "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}}, "outputSchema": GRAPH}
+    for name in ("read_graph", "search_nodes", "open_nodes", "delete_nodes")
+] + [{"name": "odd_schema", "inputSchema": {"type": "object"}, "outputSchema": {"type": "no-such-type"}}]
+
+
+def _graph_calls(name: str, observation: dict) -> Turn:
+    return Turn(action=json.dumps({"name": name, "arguments": {}}), observation=json.dumps(observation))
+
+
+@pytest.fixture
+def graph_wm(tmp_path: Path):
+    """A retrieval world model whose recorded results fit, or break, the tools' outputSchema
+    as a small world model's predictions do."""
+    text = lambda t: [{"type": "text", "text": t}]  # noqa: E731
+    graph = {"entities": [{"name": "Ada"}], "relations": []}
+    turns = [
+        _graph_calls("read_graph", {"content": text(json.dumps(graph))}),  # JSON text, no structuredContent
+        _graph_calls("search_nodes", {"content": text("no matches"), "structuredContent": {"entities": "none"}}),
+        _graph_calls("open_nodes", {"content": text("Node Ada: a mathematician")}),  # plain text, nothing structured
+        _graph_calls("delete_nodes", {"content": text("Node not found"), "isError": True}),
+        _graph_calls("odd_schema", {"content": text("ok")}),
+    ]
+    path = tmp_path / "graph.jsonl"
+    write_trajectories(path, [Trajectory(id="g1", domain="mcp", tools=GRAPH_TOOLS, task_description="Memory", turns=turns)])
+    return WorldModel(load_backend("retrieval", source=path, domain="mcp"))
+
+
+async def test_predicted_results_fit_the_output_schema_or_are_tool_errors(graph_wm):
+    facade = SimulatedToolServer(SimEnv(graph_wm, Scenario(domain="mcp", tools=GRAPH_TOOLS)))
+    with ServerThread(facade.http_app()) as srv:
+        async with Client(f"{srv.url}/mcp") as client:  # the SDK client checks every result against outputSchema
+            graph = await client.call_tool("read_graph", {})
+            assert not graph.is_error and graph.structured_content == {"entities": [{"name": "Ada"}], "relations": []}
+            wrong = await client.call_tool("search_nodes", {"query": "Ada"})
+            assert wrong.is_error and wrong.structured_content is None
+            assert wrong.content[0].text == ("The simulated search_nodes result does not fit the tool's outputSchema: "
+                                             "(structuredContent): 'relations' is a required property; entities: 'none' is not of type 'array'")
+            plain = await client.call_tool("open_nodes", {})
+            assert plain.is_error and "open_nodes result has no structured content" in plain.content[0].text
+            # A predicted tool error needs no structured content; a malformed schema is not advertised.
+            assert (await client.call_tool("delete_nodes", {})).content[0].text == "Node not found"
+            assert (await client.call_tool("odd_schema", {})).content[0].text == "ok"
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            assert listed["read_graph"].output_schema == GRAPH and listed["odd_schema"].output_schema is None
+    # The session continued from, and recorded, the errors the client saw.
+    [record] = facade.records()
+    observed = [json.loads(t.observation) for t in record.turns]
+    assert observed[1]["isError"] and "does not fit" in observed[1]["content"][0]["text"]
+    assert observed[2]["isError"] and not observed[0].get("isError")

@@ -4,7 +4,11 @@ Given tool schemas (a scenario, or the tools of a recorded trajectory), the faca
 them over MCP and answers every ``tools/call`` with the world model's prediction of the
 tool result, through a :class:`SimEnv` (ledger, perturbations and recording included).
 Arguments are checked against the tool's ``inputSchema`` first (a violation is a tool
-error, never a simulated call). Each client gets its own simulated environment: one over
+error, never a simulated call), and every predicted result against its ``outputSchema``
+(official clients raise on a result that does not fit it): a result that fits, or whose
+JSON text fits when it carries no fitting ``structuredContent``, goes out with that
+structured content; any other becomes a tool error saying what did not fit, and is
+recorded as the error the client saw. Each client gets its own simulated environment: one over
 stdio, one per MCP session over streamable HTTP (stateless requests share one); calls to
 one environment are applied one at a time, in arrival order. Long-lived sessions keep only their last ``history_turns`` turns
 in the prompt (the ledger keeps what older turns established).
@@ -64,6 +68,33 @@ def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
+def _compiled(schema: dict[str, Any]) -> Any:
+    """A validator for a declared JSON Schema (raises ``jsonschema.SchemaError`` for a malformed one)."""
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def _problems(validator: Any, instance: Any, root: str) -> list[str]:
+    """The first few ways ``instance`` breaks ``validator``'s schema, each with where."""
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))[:3]
+    return [f"{'/'.join(str(p) for p in e.absolute_path) or root}: {e.message[:200]}" for e in errors]
+
+
+def _text_json(result: types.CallToolResult) -> dict[str, Any] | None:
+    """The first text block that is a JSON object: where MCP servers put the serialized
+    structured content too, and often all a world model predicts."""
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            try:
+                data = json.loads(block.text)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(data, dict):
+                return data
+    return None
+
+
 @dataclass
 class _Client:
     env: SimEnv
@@ -106,14 +137,20 @@ class SimulatedToolServer:
         self.tools = [mcp_tool(t) for t in env.scenario.tools]
         self.names = {t.name for t in self.tools}
         self.validators: dict[str, Any] = {}
+        self.output_validators: dict[str, Any] = {}
         self.unchecked: list[str] = []
-        for t in self.tools:
+        for i, t in enumerate(self.tools):
             try:
-                cls = jsonschema.validators.validator_for(t.input_schema)
-                cls.check_schema(t.input_schema)
-                self.validators[t.name] = cls(t.input_schema)
+                self.validators[t.name] = _compiled(t.input_schema)
             except jsonschema.SchemaError:
                 self.unchecked.append(t.name)  # a malformed declared schema: calls go through unchecked
+            if t.output_schema is not None:
+                try:
+                    self.output_validators[t.name] = _compiled(t.output_schema)
+                except jsonschema.SchemaError:
+                    # Clients compile an advertised outputSchema and fail every call on a
+                    # malformed one: such a tool is listed without it.
+                    self.tools[i] = t.model_copy(update={"output_schema": None})
         self.max_clients, self.on_finish = max_clients, on_finish
         self.clients: OrderedDict[str, _Client] = OrderedDict()
         self._seed = seed
@@ -133,11 +170,26 @@ class SimulatedToolServer:
         validator = self.validators.get(name)
         if validator is None:
             return None
-        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))[:3]
-        if not errors:
-            return None
-        where = lambda e: "/".join(str(p) for p in e.absolute_path) or "(arguments)"  # noqa: E731
-        return f"Invalid arguments for {name}: " + "; ".join(f"{where(e)}: {e.message[:200]}" for e in errors)
+        problems = _problems(validator, arguments, "(arguments)")
+        return f"Invalid arguments for {name}: " + "; ".join(problems) if problems else None
+
+    def check_result(self, name: str, result: types.CallToolResult) -> types.CallToolResult | str:
+        """``result`` as a client may take it under the tool's outputSchema, or why it cannot be.
+
+        Tool errors and tools without an outputSchema pass as they are (clients check only
+        successful results). Otherwise the structured content that fits is the predicted
+        ``structuredContent``, or else the JSON object of a text block."""
+        validator = self.output_validators.get(name)
+        if validator is None or result.is_error:
+            return result
+        structured, text = result.structured_content, _text_json(result)
+        for candidate in (structured, text):
+            if candidate is not None and not _problems(validator, candidate, ""):
+                return result.model_copy(update={"structured_content": candidate})
+        if structured is None and text is None:
+            return f"The simulated {name} result has no structured content, which the tool's outputSchema requires"
+        problems = _problems(validator, structured if structured is not None else text, "(structuredContent)")
+        return f"The simulated {name} result does not fit the tool's outputSchema: " + "; ".join(problems)
 
     async def call(self, name: str, arguments: dict[str, Any], *, client: str = "default") -> types.CallToolResult:
         """Simulate one tool call (what ``tools/call`` runs) in ``client``'s environment."""
@@ -154,7 +206,12 @@ class SimulatedToolServer:
                 sess.started = True
             res = await sess.env.astep(json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False))
             sess.touched = time.monotonic()
-        return tool_result(res.observation, failed=res.info.get("error") is not None)
+            result = self.check_result(name, tool_result(res.observation, failed=res.info.get("error") is not None))
+            if isinstance(result, str):
+                # The client sees an error, so the session continues from (and records) that error.
+                sess.env.rewrite_last(json.dumps({"content": [{"type": "text", "text": result}], "isError": True}))
+                return _error(result)
+        return result
 
     def _client(self, key: str) -> _Client:
         sess = self.clients.get(key)
