@@ -20,6 +20,8 @@ from typing import Literal
 EffectKind = Literal[
     "write",  # target: path, value: content, append
     "edit",  # target: path, source: the unique old text, value: its replacement
+    "sed",  # target: path edited in place, value: the sed script(s), one a line; source: "-E" for extended regexps
+    "unknown",  # target: a path (and all below it) changed in a way not read exactly: what was known is dropped
     "delete",  # target: path
     "mkdir",  # target: path
     "touch",  # target: path

@@ -116,12 +116,47 @@ def expand(word: str, env: dict[str, str]) -> str:
     return _VAR.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), word)
 
 
+# ``>``, ``>>``, ``1>``, ``2>>``, ``&>``, ``>|``, with the target attached or as the next word;
+# ``2>&1``/``>&2`` duplicate a stream and write no file.
+_REDIRECT = re.compile(r"^(?P<fd>[012&]?)(?P<op>>>|>\|?)(?P<target>.*)$", re.S)
+_DUP = re.compile(r"^[012]?>&[012-]$")
+
+
+def redirects(argv: list[str]) -> tuple[list[str], list[tuple[str, bool, bool]]]:
+    """``argv`` without its output redirects, and each redirect as ``(target, append,
+    stdout)``: ``stdout`` is False for a file that gets only the error stream (``2>``)."""
+    words: list[str] = []
+    found: list[tuple[str, bool, bool]] = []
+    j = 0
+    while j < len(argv):
+        w = argv[j]
+        j += 1
+        m = _REDIRECT.match(w) if ">" in w[:3] else None
+        if m is None or _DUP.match(w):
+            if not _DUP.match(w):
+                words.append(w)
+            continue
+        target = m.group("target")
+        if not target and j < len(argv):
+            target, j = argv[j], j + 1
+        if target:
+            found.append((target, m.group("op") == ">>", m.group("fd") != "2"))
+    return words, found
+
+
 def redirect(argv: list[str]) -> tuple[list[str], str | None, bool]:
-    """Split ``argv`` at an output redirect: ``(words, target, append)``."""
-    for j, w in enumerate(argv):
-        if w in (">", ">>") and j + 1 < len(argv):
-            return argv[:j], argv[j + 1], w == ">>"
-        if w.startswith(">>") or w.startswith(">"):
-            op = ">>" if w.startswith(">>") else ">"
-            return argv[:j], w[len(op):], op == ">>"
-    return argv, None, False
+    """Split ``argv`` at its output redirects: ``(words, the stdout target, append)``."""
+    words, found = redirects(argv)
+    out = next(((t, a) for t, a, stdout in found if stdout), None)
+    return (words, out[0], out[1]) if out else (words, None, False)
+
+
+def pipeline(words: list[str]) -> list[list[str]]:
+    """The stages of a pipeline (``a | b``), each as its words; empty stages dropped."""
+    stages: list[list[str]] = [[]]
+    for w in words:
+        if w == "|":
+            stages.append([])
+        else:
+            stages[-1].append(w)
+    return [s for s in stages if s]

@@ -78,6 +78,17 @@ class LedgerState(BaseModel):
         if path not in self.deleted:
             self.deleted.append(path)
 
+    def forget(self, path: str) -> None:
+        """Drop what is known about ``path`` and everything below it (its content changed in
+        a way not read exactly): no stale fact is kept to be held against the truth."""
+        path = self.abspath(path)
+
+        def under(p: str) -> bool:
+            return p == path or p.startswith(path.rstrip("/") + "/")
+
+        self.files = {p: c for p, c in self.files.items() if not under(p)}
+        self.deleted = [p for p in self.deleted if not under(p)]
+
     def is_empty(self) -> bool:
         return not any(getattr(self, f) for f in type(self).model_fields)
 

@@ -13,14 +13,16 @@ import re
 from agentworld.domains.effects import Effects
 from agentworld.domains.terminal import effects, typed_text
 from agentworld.domains.terminal.effects import NO_SUCH
-from agentworld.domains.terminal.screen import PROMPT_LINE, first_prompt_dir
+from agentworld.domains.terminal.screen import PROMPT_LINE, PROMPT_START, first_prompt_dir
+from agentworld.domains.terminal.sed import apply_sed
 from agentworld.domains.terminal.shell import commands, expand, redirect
 from agentworld.sim.ledger.base import Conflict, LedgerRules, LedgerState
 
 
 def apply(state: LedgerState, found: Effects) -> None:
     """Record the effects of one accepted action (paths resolved against the working
-    directory as it is when each effect happens)."""
+    directory as it is when each effect happens). A later fact replaces an earlier one;
+    an effect not read exactly drops what was known (never leaves it stale)."""
     for op in found.ops:
         if op.kind == "write":
             state.write(op.target, op.value, append=op.append)
@@ -32,18 +34,37 @@ def apply(state: LedgerState, found: Effects) -> None:
             state.env.pop(op.target, None)
         elif op.kind == "delete":
             state.delete(op.target)
-        elif op.kind == "mkdir" and (p := state.abspath(op.target)) not in state.dirs:
-            state.dirs.append(p)
+        elif op.kind == "unknown":
+            state.forget(op.target)
+        elif op.kind == "mkdir":
+            p = state.abspath(op.target)
+            state.dirs += [] if p in state.dirs else [p]
+            state.deleted = [d for d in state.deleted if d != p]
         elif op.kind == "touch" and state.abspath(op.target) not in state.files:
             state.write(op.target, "")
+        elif op.kind == "sed" and (p := state.abspath(op.target)) in state.files:
+            edited = apply_sed(op.value, state.files[p], ere=op.source == "-E")
+            if edited is None:
+                state.forget(p)
+            else:
+                state.files[p] = edited
         elif op.kind in ("copy", "move"):
-            src, dst = state.abspath(op.source), state.abspath(op.target)
-            if dst in state.dirs:
-                dst = posixpath.join(dst, posixpath.basename(src))
-            if src in state.files:
-                state.write(dst, state.files[src])
-                if op.kind == "move":
-                    state.delete(src)
+            _copy(state, op.source, op.target, move=op.kind == "move")
+
+
+def _copy(state: LedgerState, source: str, target: str, *, move: bool) -> None:
+    """``cp``/``mv``: known files (a directory's known files) land at the destination;
+    what the destination held but the source did not say is unknown."""
+    src, dst = state.abspath(source), state.abspath(target)
+    if target.endswith("/") or dst in state.dirs:
+        dst = posixpath.join(dst, posixpath.basename(src))
+    below = src.rstrip("/") + "/"
+    known = {p: c for p, c in state.files.items() if p == src or p.startswith(below)}
+    state.forget(dst)
+    for p, content in known.items():
+        state.write(dst + p[len(src):], content)
+    if move:
+        state.delete(src)
 
 
 class ShellLedger(LedgerRules):
@@ -72,8 +93,8 @@ class ShellLedger(LedgerRules):
             if cmd == "cat" and len(cmds) == 1:
                 for a in args:
                     found.extend(self._check_cat(state, state.abspath(a), observation))
-            elif cmd == "pwd" and state.cwd and not state.cwd.startswith("~") and state.cwd not in observation:
-                found.append(Conflict(kind="cwd", key="pwd", expected=state.cwd, detail="pwd shows another directory"))
+            elif cmd == "pwd" and len(cmds) == 1 and state.cwd and not state.cwd.startswith("~"):
+                found.extend(self._check_pwd(state.cwd, observation))
             elif cmd == "ls" and len(cmds) == 1 and len(args) <= 1:
                 found.extend(self._check_ls(state, state.abspath(args[0] if args else "."), observation))
         # `echo $VAR` where VAR is known: the value must be printed.
@@ -88,6 +109,16 @@ class ShellLedger(LedgerRules):
             if not shown.startswith("~") and shown != state.cwd:
                 found.append(Conflict(kind="cwd", key="prompt", expected=state.cwd, detail=f"prompt shows {shown}"))
         return found
+
+    @staticmethod
+    def _check_pwd(cwd: str, observation: str) -> list[Conflict]:
+        """``pwd`` prints the directory on a line of its own: read the output lines, not the
+        prompts (which always name the directory, so the whole screen proves nothing)."""
+        output = [ln.strip() for ln in observation.splitlines() if not PROMPT_START.match(ln.strip())]
+        if not any(output) or cwd in output:
+            return []  # no output yet (still running, or cut off): nothing to compare
+        shown = next(ln for ln in output if ln)
+        return [Conflict(kind="cwd", key="pwd", expected=cwd, detail=f"pwd shows {shown}")]
 
     @staticmethod
     def _check_cat(state: LedgerState, path: str, observation: str) -> list[Conflict]:
