@@ -8,12 +8,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agentworld.domains import DOMAINS, get_domain
 from agentworld.launch import launched
-from agentworld.models import GenerationConfig, WorldModel
+from agentworld.models import GenerationConfig, WorldModel, load_backend
 from agentworld.models.openai_api import OpenAIBackend
+from agentworld.models.serve import create_app, prompt_domain
 from agentworld.models.tiny import build_tiny_checkpoint
-from agentworld.prompts import build_messages, build_system_prompt
-from agentworld.records.trajectory import Trajectory, Turn, write_trajectories
+from agentworld.prompts import NUM_VARIANTS, build_messages, build_system_prompt
+from agentworld.records.trajectory import SimContext, Trajectory, Turn, write_trajectories
 
 
 def _serve(*args: str) -> Iterator[str]:
@@ -259,23 +261,65 @@ def test_streaming_with_the_openai_sdk(retrieval_server: str) -> None:
     assert events[-1] == "data: [DONE]" and all(e.startswith("data: ") for e in events)
 
 
-async def test_domain_travels_to_a_served_floor(store: Path, tmp_path: Path) -> None:
-    """A floor over two domains behind ``serve``: the request's ``domain`` field picks the
-    index (the openai backend sends it with send_domain); without it the answer is a 400
-    that says what to pass, never a guess from another domain."""
+@pytest.fixture
+def two_domains(store: Path, tmp_path: Path) -> Path:
+    """A retrieval source over terminal and mcp turns: every request must say which."""
     both = tmp_path / "both"
     both.mkdir()
     (both / "terminal.jsonl").symlink_to(store)
     write_trajectories(both / "mcp.jsonl", [Trajectory(id="m", domain="mcp", turns=[
         Turn(action='{"name": "echo", "arguments": {"text": "beta"}}', observation='{"content": [], "isError": false}')])])
-    with launched("serve", "--backend", f"retrieval:{both}", "--served-model-name", "wm") as url:
+    return both
+
+
+PLAIN = [{"role": "system", "content": "You are a shell."}, {"role": "user", "content": "echo beta"}]
+"""A plain OpenAI client's request: no domain field, no agentworld system prompt."""
+
+
+async def test_domain_travels_to_a_served_floor(two_domains: Path) -> None:
+    """A floor over two domains behind ``serve``: the request's ``domain`` field picks the
+    index (the openai backend sends it with send_domain), over what the system prompt
+    says; with neither, the answer is a 400 that says what to pass, never a guess from
+    another domain."""
+    with launched("serve", "--backend", f"retrieval:{two_domains}", "--served-model-name", "wm") as url:
         wm = WorldModel(_client(url, send_domain=True))
         [pred] = await wm.predict(_msgs("echo beta"), domain="terminal")
         assert pred.ok and pred.observation == "beta\nroot@sandbox:/workspace#"
         [pred] = await wm.predict(_msgs("echo beta"), domain="mcp")
         assert pred.ok and pred.observation.startswith('{"content"')
         await wm.aclose()
-        r = httpx.post(f"{url}/v1/chat/completions", json={"model": "wm", "messages": _msgs("echo beta")})
-        assert r.status_code == 400 and "domain" in r.json()["error"]["message"]
+        r = httpx.post(f"{url}/v1/chat/completions", json={"model": "wm", "messages": PLAIN})
+        assert r.status_code == 400 and '"domain"' in r.json()["error"]["message"] and "--domain" in r.json()["error"]["message"]
         # Without send_domain the field is left out (hosted APIs reject unknown fields).
         assert "domain" not in _client(url).request(_msgs("ls"), GenerationConfig(), domain="terminal")
+
+
+def test_a_plain_openai_client_gets_the_domain_of_its_system_prompt(two_domains: Path) -> None:
+    import openai
+
+    with launched("serve", "--backend", f"retrieval:{two_domains}", "--served-model-name", "wm") as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        said = lambda messages, **kw: client.chat.completions.create(model="wm", messages=messages, **kw).choices[0].message.content  # noqa: E731
+        assert "beta\nroot@sandbox:/workspace#" in said(_msgs("echo beta"))
+        call = '{"name": "echo", "arguments": {"text": "beta"}}'
+        assert '{"content": []' in said(build_messages(build_system_prompt("mcp", variant=2), [], call))
+        with pytest.raises(openai.BadRequestError) as refused:
+            said(PLAIN)
+        assert 'extra_body={"domain": ...}' in str(refused.value) and "--domain" in str(refused.value)
+        assert "beta\nroot@sandbox:/workspace#" in said(PLAIN, extra_body={"domain": "terminal"})
+    with launched("serve", "--backend", f"retrieval:{two_domains}", "--served-model-name", "wm", "--domain", "mcp") as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        assert '{"content": []' in said(PLAIN)  # the server's default
+        assert "beta\nroot@sandbox:/workspace#" in said(_msgs("echo beta"))  # the prompt's domain, over the default
+
+
+def test_the_domain_is_read_from_the_role_of_an_agentworld_prompt(store: Path) -> None:
+    for domain in DOMAINS:
+        for variant in range(NUM_VARIANTS):
+            assert prompt_domain(build_messages(build_system_prompt(domain, variant=variant), [], "x")) == domain
+    # A task that mentions another environment does not decide it; a foreign prompt names none.
+    context = SimContext(task_description=f"Compare with {get_domain('web').environment}.")
+    assert prompt_domain(build_messages(build_system_prompt("terminal", context), [], "ls")) == "terminal"
+    assert prompt_domain(PLAIN) is None and prompt_domain([{"role": "user", "content": "ls"}]) is None
+    with pytest.raises(ValueError, match="unknown domain 'shell'"):
+        create_app(load_backend("retrieval", source=store), default_domain="shell")

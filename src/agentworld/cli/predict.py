@@ -197,8 +197,11 @@ def serve(
     max_tokens_limit: int = typer.Option(4096, "--max-tokens-limit", min=1,
                                          help="Most completion tokens one request gets (a larger max_tokens is lowered to it)."),
     max_n: int = typer.Option(8, "--max-n", min=1, help="Most completions (n) one request may ask for (400 past it)."),
+    domain: str = typer.Option(None, "--domain", help="Domain of requests that carry no \"domain\" field and no agentworld "
+                               "system prompt (retrieval backends answer per domain)."),
 ) -> None:
     """Serve a world model at an OpenAI-compatible /v1/chat/completions endpoint."""
+    from agentworld.domains import DOMAINS
     from agentworld.models.serve import create_app, run_server
 
     if not 0.0 <= fail_rate < 1.0:
@@ -206,10 +209,13 @@ def serve(
     policy = server_policy(token, max_request_bytes, host=host, allow_hosts=allow_host, allow_origins=allow_origin)
     if fault not in ("http", "malformed", "mixed") or delay < 0:
         raise fail(f"bad --fault {fault!r} or --delay {delay}", "--fault is http, malformed or mixed; --delay is seconds >= 0")
+    if domain is not None and domain not in DOMAINS:
+        raise fail(f"unknown --domain {domain!r}", f"one of {', '.join(DOMAINS)}")
     instance = load_cli_backend(backend, opt)
     app_ = create_app(
         instance, model_name=served_name, fail_rate=fail_rate, seed=seed, split_reasoning=split_reasoning,
         fault=fault, delay_s=delay, policy=policy, max_tokens_limit=max_tokens_limit, max_n=max_n,
+        default_domain=domain,
     )
     console.print(
         f"serving [bold]{served_name or instance.model_id}[/] at http://{host}:{port}/v1 "

@@ -9,6 +9,12 @@ arrives together. ``fail_rate`` makes a seeded share of requests fail with 429 o
 every answer back, to stand in for a remote endpoint's latency. ``stream: true`` is
 answered in the chat.completion.chunk SSE format (the text is generated first, then
 sent in pieces).
+
+Backends that cannot read the domain from the prompt (retrieval) need each request's
+domain: the request's own ``domain`` field if it has one (not OpenAI's; the openai SDK
+sends it as ``extra_body``), else the domain the system prompt names (every agentworld
+system prompt opens by naming its domain's environment), else the server's
+``default_domain`` (``agentworld serve --domain``), so a plain OpenAI client needs none.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from agentworld.domains import DOMAINS, get_domain
 from agentworld.models.base import Backend, BackendError, Completion, GenerationConfig, Message
 from agentworld.parsing import split_reasoning as split_think
 from agentworld.seeding import unit_hash
@@ -73,9 +80,28 @@ class ChatRequest(BaseModel):
         return out
 
 
+def prompt_domain(messages: list[Message]) -> str | None:
+    """The domain an agentworld system prompt is written for, or None for another prompt.
+
+    Every wording of :func:`agentworld.prompts.build_system_prompt` names the domain's
+    environment in its opening paragraph (the role), before any section: only that
+    paragraph is read, so a task or a tool schema that mentions another environment
+    cannot decide it."""
+    system = next((m["content"] for m in messages if m["role"] == "system"), "")
+    role = system.split("\n\n", 1)[0].split("\n## ", 1)[0]
+    found = sorted((at, name) for name in DOMAINS if (at := role.find(get_domain(name).environment)) >= 0)
+    return found[0][1] if found else None
+
+
 def _error(status: int, message: str, kind: str) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": {"message": message, "type": kind, "code": status}})
 
+
+_NO_DOMAIN = (
+    f". This request named no domain: send one of {', '.join(DOMAINS)} as the body field \"domain\" "
+    "(openai SDK: extra_body={\"domain\": ...}), open with an agentworld system prompt "
+    "(agentworld.build_system_prompt(domain)), or start the server with --domain"
+)
 
 FAULTS = ("http", "malformed", "mixed")
 _MALFORMED = ("not_json", "bad_json", "no_choices", "empty_choices", "null_content")
@@ -177,6 +203,15 @@ def _bounded(config: GenerationConfig, max_tokens: int, max_n: int) -> Generatio
     return config
 
 
+def _check_settings(fail_rate: float, fault: str, default_domain: str | None) -> None:
+    if not 0.0 <= fail_rate < 1.0:
+        raise ValueError("fail_rate must be in [0, 1)")
+    if fault not in FAULTS:
+        raise ValueError(f"fault must be one of {', '.join(FAULTS)}")
+    if default_domain is not None and default_domain not in DOMAINS:
+        raise ValueError(f"unknown domain {default_domain!r}: one of {', '.join(DOMAINS)}")
+
+
 def create_app(
     backend: Backend,
     *,
@@ -189,6 +224,7 @@ def create_app(
     delay_s: float = 0.0,
     max_tokens_limit: int = 4096,
     max_n: int = 8,
+    default_domain: str | None = None,
 ) -> FastAPI:
     """The server app for ``backend``; ``model_name`` is what ``/v1/models`` lists.
 
@@ -197,12 +233,10 @@ def create_app(
     the bearer token (what OpenAI clients send as their API key; ``/health`` stays open)
     and the request size limit. ``max_tokens_limit`` and ``max_n`` bound what one request
     may ask the model for (completion tokens, completions), so no client holds the model
-    for the others: a request above either is refused with 400.
+    for the others: a request above either is refused with 400. ``default_domain`` is
+    the domain of a request that neither carries one nor has an agentworld system prompt.
     """
-    if not 0.0 <= fail_rate < 1.0:
-        raise ValueError("fail_rate must be in [0, 1)")
-    if fault not in FAULTS:
-        raise ValueError(f"fault must be one of {', '.join(FAULTS)}")
+    _check_settings(fail_rate, fault, default_domain)
     served = model_name or backend.model_id
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -246,13 +280,15 @@ def create_app(
         if isinstance(config, str):
             counters["errors"] += 1
             return _error(400, config, "invalid_request_error")
+        messages = body.chat_messages()
+        domain = body.domain or prompt_domain(messages) or default_domain
         counters["in_flight"] += 1
         counters["peak_in_flight"] = max(counters["peak_in_flight"], counters["in_flight"])
         try:
-            completions = await backend.complete(body.chat_messages(), config, domain=body.domain)
+            completions = await backend.complete(messages, config, domain=domain)
         except BackendError as exc:
             counters["errors"] += 1
-            return _error(400, str(exc), "invalid_request_error")
+            return _error(400, str(exc) + ("" if domain else _NO_DOMAIN), "invalid_request_error")
         except asyncio.CancelledError:
             raise
         except Exception as exc:
