@@ -1,10 +1,13 @@
 """SQL statements in actions (a database tool's query argument, a ``sqlite3`` command line):
 rows inserted or deleted, and the rows a query asks for.
 
-The exact reading (:func:`insert`, :func:`delete`, :func:`select`) takes only the simple
-forms whose effect is certain: ``INSERT INTO t (cols) VALUES (...), (...)`` with literal
-values, ``DELETE FROM t WHERE col = literal`` and ``SELECT ... FROM t`` with no WHERE
-clause or a single ``col = literal`` condition (and no joins, limits or aggregates). The
+The exact reading (:func:`insert`, :func:`delete`, :func:`update`, :func:`select`) takes
+only the simple forms whose effect is certain: ``INSERT INTO t [(cols)] VALUES (...), (...)``
+with literal values (without a column list the values are known by position only),
+``DELETE FROM t [WHERE col = literal]``, ``UPDATE t SET col = literal, ... [WHERE col =
+literal]`` and ``SELECT ... FROM t`` with no WHERE clause or a single ``col = literal``
+condition (and no joins, limits or aggregates). :func:`written_table` names the table any
+other write changes (its effect is unknown). :func:`statements` splits a script. The
 loose reading (:func:`inserted_literals`, :func:`queried_table`) takes any INSERT's
 literal values and the first SELECT's table, for checks that only need the values.
 """
@@ -20,8 +23,14 @@ from typing import Any
 # matched as ``\s*(?:;\s*)?$``, never as two adjacent ``\s*``.
 _STR = r"'(?:[^']|'')*'(?!')"
 _LIT = rf"{_STR}|-?\d+(?:\.\d+)?"
-_INSERT = re.compile(r"^\s*insert\s+into\s+[`\"]?(\w+)[`\"]?\s*\(([^)]*)\)\s*values\s*", re.I)
-_DELETE = re.compile(rf"^\s*delete\s+from\s+[`\"]?(\w+)[`\"]?\s+where\s+(\w+)\s*=\s*({_LIT})\s*(?:;\s*)?$", re.I | re.S)
+_INSERT = re.compile(r"^\s*insert\s+into\s+[`\"]?(\w+)[`\"]?\s*(?:\(([^)]*)\)\s*)?values\s*", re.I)
+_DELETE = re.compile(rf"^\s*delete\s+from\s+[`\"]?(\w+)[`\"]?(?:\s+where\s+(\w+)\s*=\s*({_LIT}))?\s*(?:;\s*)?$", re.I | re.S)
+_UPDATE = re.compile(r"^\s*update\s+[`\"]?(\w+)[`\"]?\s+set\s+", re.I)
+_ASSIGN = re.compile(rf"\s*[`\"]?(\w+)[`\"]?\s*=\s*({_LIT}|null)\s*", re.I)
+_UPDATE_TAIL = re.compile(rf"(?:where\s+(\w+)\s*=\s*({_LIT})\s*)?(?:;\s*)?", re.I | re.S)
+_WRITE = re.compile(r"\s*(?:insert(?:\s+or\s+\w+)?\s+into|replace\s+into|delete\s+from|update(?:\s+or\s+\w+)?|drop\s+table"
+                    r"(?:\s+if\s+exists)?|alter\s+table|truncate(?:\s+table)?)\s+[`\"]?(\w+)", re.I)
+_STATEMENT_PART = re.compile(rf"{_STR}|[^';]+|;", re.S)
 _SELECT = re.compile(r"^\s*select\s+", re.I)
 _FROM = re.compile(r"(?<=\s)from\s+", re.I)
 _SELECT_TAIL = re.compile(rf"[`\"]?(\w+)[`\"]?(?:\s+where\s+(\w+)\s*=\s*({_LIT}))?\s*(?:;\s*)?", re.I | re.S)
@@ -51,7 +60,7 @@ def values(body: str) -> list[str | None] | None:
     return out
 
 
-_STATEMENT = re.compile(r"\s*(insert|delete|select|update)\b", re.I)
+_STATEMENT = re.compile(r"\s*(insert|delete|select|update|replace\s+into|drop\s+table|alter\s+table|truncate)\b", re.I)
 
 
 def is_sql(text: str) -> bool:
@@ -67,14 +76,56 @@ def sql_of(args: dict[str, Any]) -> str | None:
     return None
 
 
-def insert(sql: str) -> tuple[str, list[str], str] | None:
-    """``(table, columns, rows text)`` of a simple INSERT."""
+def statements(text: str) -> list[str]:
+    """The statements of a script, split at ``;`` outside quoted literals (each without
+    its ``;``; blank ones dropped). Linear: each piece is one match."""
+    out, cur = [], []
+    for m in _STATEMENT_PART.finditer(text):
+        if m.group(0) == ";":
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(m.group(0))
+    out.append("".join(cur))
+    return [st for st in out if st.strip()]
+
+
+def insert(sql: str) -> tuple[str, list[str] | None, str] | None:
+    """``(table, columns, rows text)`` of a simple INSERT; columns None without a column
+    list (the values are then known by position)."""
     m = _INSERT.match(sql)
     if not m:
         return None
     rest = sql[m.end():].rstrip()
     rest = rest[:-1] if rest.endswith(";") else rest
-    return (m.group(1).lower(), [c.strip(' `"').lower() for c in m.group(2).split(",")], rest) if rest else None
+    cols = None if m.group(2) is None else [c.strip(' `"').lower() for c in m.group(2).split(",")]
+    return (m.group(1).lower(), cols, rest) if rest else None
+
+
+def update(sql: str) -> tuple[str, dict[str, str | None], str, str | None] | None:
+    """``(table, column -> new value, where column, where value)`` of a simple UPDATE
+    (where column ``""``: every row)."""
+    m = _UPDATE.match(sql)
+    if not m:
+        return None
+    assigned: dict[str, str | None] = {}
+    pos = m.end()
+    while a := _ASSIGN.match(sql, pos):
+        assigned[a.group(1).lower()] = literal(a.group(2))
+        pos = a.end()
+        if not sql.startswith(",", pos):
+            break
+        pos += 1
+    tail = _UPDATE_TAIL.fullmatch(sql, pos) if assigned else None
+    if tail is None:
+        return None
+    return m.group(1).lower(), assigned, (tail.group(1) or "").lower(), literal(tail.group(2)) if tail.group(2) else None
+
+
+def written_table(sql: str) -> str | None:
+    """The table any INSERT/REPLACE/UPDATE/DELETE/DROP/ALTER/TRUNCATE changes (lower case)."""
+    m = _WRITE.match(sql)
+    return m.group(1).lower() if m else None
 
 
 def select(sql: str) -> tuple[str, str, str, str | None] | None:
@@ -93,14 +144,19 @@ def select(sql: str) -> tuple[str, str, str, str | None] | None:
 
 
 def delete(sql: str) -> tuple[str, str, str | None] | None:
-    """``(table, column, value)`` of a simple ``DELETE FROM t WHERE col = literal``."""
+    """``(table, column, value)`` of a simple ``DELETE FROM t [WHERE col = literal]``
+    (column ``""``: every row)."""
     m = _DELETE.match(sql)
-    return (m.group(1).lower(), m.group(2).lower(), literal(m.group(3))) if m else None
+    if not m:
+        return None
+    return m.group(1).lower(), (m.group(2) or "").lower(), literal(m.group(3)) if m.group(3) else None
 
 
 def inserted_rows(sql: str) -> list[tuple[str, dict[str, str | None]]]:
     """``(table, column -> value)`` of each row a simple INSERT adds (none for longer
-    statements or expressions: their effect counts as unknown)."""
+    statements or expressions: their effect counts as unknown). Without a column list the
+    columns are the positions ``#0``, ``#1``...: a query by column name cannot be checked
+    against such a row, ``SELECT *`` can."""
     ins = insert(sql) if len(sql) <= MAX_SQL_CHARS else None
     if ins is None:
         return []
@@ -108,8 +164,9 @@ def inserted_rows(sql: str) -> list[tuple[str, dict[str, str | None]]]:
     out = []
     for tup in _TUPLE.finditer(rows):
         vals = values(tup.group(1))
-        if vals is not None and len(vals) == len(cols):
-            out.append((table, dict(zip(cols, vals, strict=True))))
+        names = cols if cols is not None else [f"#{k}" for k in range(len(vals or []))]
+        if vals is not None and len(vals) == len(names):
+            out.append((table, dict(zip(names, vals, strict=True))))
     return out
 
 

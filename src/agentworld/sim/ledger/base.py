@@ -110,6 +110,9 @@ class LedgerState(BaseModel):
             lines.append(f"id {i} was created by {tool}")
         for i in self.deleted_ids:
             lines.append(f"id {i} was deleted")
+        for row in self.rows:
+            if "table" in row:  # a database row (tool-created records are listed by id)
+                lines.append(f"table {row['table']} holds the row {_row_text(row['values'])}")
         for k, v in self.memory.items():
             lines.append(f"memory[{k}] = {v}")
         for url in self.pages:
@@ -122,6 +125,14 @@ class LedgerState(BaseModel):
             lines.append(f"field [{bid}] on the current page holds {json.dumps(value, ensure_ascii=False)}")
         text = "\n".join(lines)
         return text if len(text) <= max_chars else text[: max_chars - 20] + "\n... (older facts cut)"
+
+
+def _row_text(values: dict[str, Any]) -> str:
+    """A row as the prompt shows it: ``{"col": value}``, or ``(v0, v1)`` when the columns
+    are known by position only (an INSERT without a column list)."""
+    if values and all(k.startswith("#") for k in values):
+        return "(" + ", ".join("NULL" if v is None else json.dumps(v, ensure_ascii=False) for v in values.values()) + ")"
+    return json.dumps(values, ensure_ascii=False)
 
 
 class LedgerRules(abc.ABC):
