@@ -4,7 +4,9 @@ call did.
 Tools are recognised by their names and argument names, not by a fixed catalogue, so this
 works for any declared tool set: a tool whose name says write/create/edit with a path and
 content writes a file; create/add/insert returns an id; delete/remove forgets one;
-read/get/view reads a file or a record. Shell tools (``bash {"command": ...}``) are read
+read/get/view reads a file or a record. The knowledge-graph memory server's calls
+(``create_entities``, ``add_observations``, ``create_relations``, ``delete_*``) remember
+and forget its facts one by one. Shell tools (``bash {"command": ...}``) are read
 as terminal commands, file editors (``str_replace_editor``-style ``command`` =
 create/view/str_replace) as file access, SQL arguments as statements.
 """
@@ -82,6 +84,57 @@ def reads_file(name: str, args: dict[str, Any]) -> bool:
     return bool((READ.search(name) and not WRITE.search(name)) or args.get("command") == "view")
 
 
+# -- the knowledge-graph memory server (``create_entities``, ``add_observations``...) -----
+# Its graph is kept as memory keys, one fact a key, so that adding or deleting one fact
+# never needs the ones before it: ``entity:<name>`` -> its type, ``observation:<name>:<text>``
+# -> the text, ``relation:<from>|<type>|<to>`` -> "<from> <type> <to>".
+GRAPH_TOOLS = frozenset({"create_entities", "add_observations", "create_relations", "delete_entities",
+                         "delete_observations", "delete_relations"})
+GRAPH_READS = frozenset({"read_graph", "open_nodes", "search_nodes"})
+
+
+def entity_key(name: str) -> str:
+    return f"entity:{name}"
+
+
+def observation_key(name: str, text: str) -> str:
+    return f"observation:{name}:{text}"
+
+
+def relation_key(rel: Mapping[str, Any]) -> str:
+    return f"relation:{rel.get('from')}|{rel.get('relationType')}|{rel.get('to')}"
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def graph_effects(name: str, args: dict[str, Any], payload: Any) -> list[Effect]:
+    """What a memory-graph call did, as ``remember``/``forget`` of its facts. Creating an
+    entity that exists, or an observation already there, changes nothing on the server;
+    so where the result lists what was created or added, only that is remembered."""
+    created = payload.get("entities", payload.get("relations", payload.get("results"))) if isinstance(payload, dict) else payload
+    if name == "create_entities":
+        entities = _dicts(created) or _dicts(args.get("entities"))
+        return [op for e in entities for op in [
+            Effect("remember", entity_key(str(e.get("name"))), str(e.get("entityType", ""))),
+            *[Effect("remember", observation_key(str(e.get("name")), str(o)), str(o)) for o in e.get("observations") or []],
+        ]]
+    if name == "add_observations":
+        added = _dicts(created) or _dicts(args.get("observations"))
+        return [Effect("remember", observation_key(str(a.get("entityName")), str(o)), str(o))
+                for a in added for o in a.get("addedObservations", a.get("contents")) or []]
+    if name == "create_relations":
+        return [Effect("remember", relation_key(r), f"{r.get('from')} {r.get('relationType')} {r.get('to')}")
+                for r in _dicts(created) or _dicts(args.get("relations"))]
+    if name == "delete_entities":
+        return [Effect("forget", entity_key(str(n))) for n in args.get("entityNames") or []]
+    if name == "delete_observations":
+        return [Effect("forget", observation_key(str(d.get("entityName")), str(o)))
+                for d in _dicts(args.get("deletions")) for o in d.get("observations") or []]
+    return [Effect("forget", relation_key(r)) for r in _dicts(args.get("relations"))]
+
+
 def effects(action: str, observation: str = "", *, env: Mapping[str, str] | None = None) -> Effects:
     """The effects of one tool call given its result (``""``: not known yet); a failed
     call (``isError``) has none. ``env`` expands variables in shell tools' commands."""
@@ -92,8 +145,9 @@ def effects(action: str, observation: str = "", *, env: Mapping[str, str] | None
     payload, is_error = result_payload(observation)
     if is_error:
         return Effects(failed=True)
-    if (cmd := shell_command(name, args)) is not None:
-        return terminal_effects(cmd, observation, env=env)
+    if (cmd := shell_command(name, args)) is not None or name in GRAPH_TOOLS:
+        # A shell tool is read as a terminal command; the memory graph's calls as its facts.
+        return terminal_effects(cmd, observation, env=env) if cmd is not None else Effects(graph_effects(name, args, payload))
     ops: list[Effect] = []
     if STORES.search(name):
         ops.append(Effect("store", name, json.dumps(args, ensure_ascii=False)))

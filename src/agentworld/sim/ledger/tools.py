@@ -12,6 +12,7 @@ import json
 from agentworld.domains.toolcall import (
     CREATE,
     DELETE,
+    GRAPH_READS,
     ID_KEYS,
     MEMORY,
     NOT_FOUND,
@@ -52,6 +53,8 @@ class ToolLedger(LedgerRules):
                     state.files[p] = state.files[p].replace(op.source, op.value)
             elif op.kind == "remember":
                 state.memory[op.target] = op.value
+            elif op.kind == "forget":
+                _forget(state, op.target)
             elif op.kind == "forget_id":
                 state.ids.pop(op.target, None)
                 if op.target not in state.deleted_ids:
@@ -90,8 +93,42 @@ class ToolLedger(LedgerRules):
                 found.append(Conflict(kind="deleted_id", key=str(ident), expected="an error: not found"))
             elif str(ident) in state.ids and (is_error and NOT_FOUND.search(text)):
                 found.append(Conflict(kind="missing_id", key=str(ident), expected=f"exists (created by {state.ids[str(ident)]})"))
+        if name in GRAPH_READS and not is_error:
+            found += _check_graph(state, name, args, text)
         if MEMORY.search(name) and "key" in args and "value" not in args:
             key = str(args["key"])
             if key in state.memory and state.memory[key] not in text:
                 found.append(Conflict(kind="memory", key=key, expected=state.memory[key]))
         return found
+
+
+def _forget(state: LedgerState, key: str) -> None:
+    """Drop a memory fact; an entity takes its observations and relations with it (the
+    memory server deletes those too)."""
+    state.memory.pop(key, None)
+    if key.startswith("entity:"):
+        name = key.removeprefix("entity:")
+        state.memory = {k: v for k, v in state.memory.items()
+                        if not k.startswith(f"observation:{name}:") and not (k.startswith("relation:") and name in k[9:].split("|")[::2])}
+
+
+def _check_graph(state: LedgerState, name: str, args: dict, text: str) -> list[Conflict]:
+    """A graph read shows every fact the session established about the entities it covers
+    (``read_graph``: all; ``open_nodes``: those named)."""
+    if name == "search_nodes":
+        return []  # which nodes match a query is the server's choice
+    names = None if name == "read_graph" else {str(n) for n in args.get("names") or []}
+    found = []
+    for key, value in state.memory.items():
+        kind, _, rest = key.partition(":")
+        owner = rest.split(":", 1)[0] if kind in ("entity", "observation") else None
+        if kind not in ("entity", "observation") or (names is not None and owner not in names):
+            continue
+        shown = owner if kind == "entity" else value
+        if json.dumps(shown, ensure_ascii=False)[1:-1] not in text:
+            found.append(Conflict(kind="memory", key=key, expected=shown, detail=f"{name} leaves out a stored {kind}"))
+    if name == "read_graph":
+        for key, value in state.memory.items():
+            if key.startswith("relation:") and not all(json.dumps(p)[1:-1] in text for p in key[9:].split("|")):
+                found.append(Conflict(kind="memory", key=key, expected=value, detail="read_graph leaves out a stored relation"))
+    return found
