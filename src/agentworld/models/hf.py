@@ -20,6 +20,7 @@ from typing import Any
 from agentworld.models._batching import Batcher
 from agentworld.models.adapter_chain import CHAIN_FILE, AdapterChain, is_adapter_folder, load_chain, read_chain
 from agentworld.models.base import Backend, Completion, GenerationConfig, Message
+from agentworld.models.contract import AnswerBlock
 from agentworld.models.window import fit_prompt, prompt_budget
 
 
@@ -132,27 +133,49 @@ class HFBackend(Backend):
 
     def fitted_prompt(self, messages: list[Message], max_tokens: int | None) -> str:
         """The prompt text of ``messages``, cut to the model's context with room for ``max_tokens``."""
-        def length(text: str) -> int:
-            return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return self._fitted(messages, max_tokens, None)[0]
 
-        return fit_prompt(messages, self.prompt_text, length, prompt_budget(self.max_context, max_tokens))
+    def _fitted(self, messages: list[Message], max_tokens: int | None,
+                block: AnswerBlock | None) -> tuple[str, str]:
+        """The fitted prompt, ending with the text the answer is forced to open with; and that text."""
+        def render(m: list[Message]) -> tuple[str, str]:
+            text = self.prompt_text(m)
+            prefix = block.prefix(text) if block else ""
+            return text + prefix, prefix
+
+        def length(prompt: tuple[str, str]) -> int:
+            return len(self.tokenizer(prompt[0], add_special_tokens=False)["input_ids"])
+
+        return fit_prompt(messages, render, length, prompt_budget(self.max_context, max_tokens))
 
     async def complete(
         self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None
     ) -> list[Completion]:
         # The model reads its domain from the prompt: ``domain`` changes nothing here.
+        return await self._submit(messages, config, None)
+
+    async def complete_block(
+        self, messages: list[Message], config: GenerationConfig, block: AnswerBlock, *, domain: str | None = None
+    ) -> list[Completion]:
+        """:meth:`complete`, the answer forced into ``block`` (:mod:`agentworld.models.contract`)."""
+        return await self._submit(messages, config, block)
+
+    async def _submit(self, messages: list[Message], config: GenerationConfig,
+                      block: AnswerBlock | None) -> list[Completion]:
         cfg = config.resolved()
         seeded = _seeded_rows(cfg)
         if seeded is None:
-            return await self.batcher.submit(_batch_key(cfg), (messages, cfg.n or 1), size=cfg.n or 1)
-        rows = [self.batcher.submit(_batch_key(c), (messages, 1), solo=True) for c in seeded]
+            return await self.batcher.submit(_batch_key(cfg, block), (messages, cfg.n or 1), size=cfg.n or 1)
+        rows = [self.batcher.submit(_batch_key(c, block), (messages, 1), solo=True) for c in seeded]
         return [c for row in await asyncio.gather(*rows) for c in row]
 
     def _generate_batch(self, key: Hashable, items: Sequence[tuple[list[Message], int]]) -> list[list[Completion]]:
         torch = self._torch
-        cfg = GenerationConfig(**dict(key))  # type: ignore[arg-type]
-        prompts = [self.fitted_prompt(m, cfg.max_tokens) for m, _ in items]
-        texts = [text for text, (_, n) in zip(prompts, items, strict=True) for _ in range(n)]
+        settings, block = key  # type: ignore[misc]
+        cfg = GenerationConfig(**dict(settings))
+        fitted = [self._fitted(m, cfg.max_tokens, block) for m, _ in items]
+        prefixes = [prefix for (_, prefix), (_, n) in zip(fitted, items, strict=True) for _ in range(n)]
+        texts = [text for (text, _), (_, n) in zip(fitted, items, strict=True) for _ in range(n)]
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         sample = (cfg.temperature or 0.0) > 0
         kwargs: dict[str, Any] = {
@@ -164,8 +187,9 @@ class HFBackend(Backend):
             kwargs.update(temperature=cfg.temperature, top_p=cfg.top_p or 1.0, top_k=cfg.top_k or 0)
         else:  # override sampling defaults shipped in generation_config.json
             kwargs.update(temperature=None, top_p=None, top_k=None)
-        if cfg.stop:
-            kwargs.update(stop_strings=list(cfg.stop), tokenizer=self.tokenizer)
+        stops = [*(cfg.stop or ()), *([block.close] if block else [])]
+        if stops:
+            kwargs.update(stop_strings=stops, tokenizer=self.tokenizer)
         with torch.random.fork_rng(devices=[] if self.device == "cpu" else None):
             if cfg.seed is not None:
                 torch.manual_seed(cfg.seed)
@@ -173,14 +197,16 @@ class HFBackend(Backend):
                 out = self.model.generate(**enc, **kwargs)
         gen = out[:, enc["input_ids"].shape[1] :].tolist()
         prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
-        rows = [self._completion(g, int(p), cfg) for g, p in zip(gen, prompt_lens, strict=True)]
+        rows = [self._completion(g, int(p), cfg, block, prefix)
+                for g, p, prefix in zip(gen, prompt_lens, prefixes, strict=True)]
         results, pos = [], 0
         for _, n in items:
             results.append(rows[pos : pos + n])
             pos += n
         return results
 
-    def _completion(self, tokens: list[int], prompt_tokens: int, cfg: GenerationConfig) -> Completion:
+    def _completion(self, tokens: list[int], prompt_tokens: int, cfg: GenerationConfig,
+                    block: AnswerBlock | None = None, prefix: str = "") -> Completion:
         eos = self.model.generation_config.eos_token_id
         # Rows that finished early are filled with padding: it ends a completion too.
         eos_ids = set(eos if isinstance(eos, list) else [eos])
@@ -192,15 +218,18 @@ class HFBackend(Backend):
         for s in cfg.stop or ():
             if s in text:
                 text, finish = text[: text.index(s)], "stop"
-        return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=len(kept), finish_reason=finish)
+        if block is not None:  # the closing tag stays: the parser sees a closed block
+            text, closed = block.cut(text)
+            finish = "stop" if closed else finish
+        return Completion(text=prefix + text, prompt_tokens=prompt_tokens, completion_tokens=len(kept), finish_reason=finish)
 
     def generate_once(self, messages: list[Message], config: GenerationConfig | None = None) -> list[Completion]:
         """Synchronous, unbatched generation (for scripts and benchmarks)."""
         cfg = (config or GenerationConfig()).resolved()
         seeded = _seeded_rows(cfg)
         if seeded is None:
-            return self._generate_batch(_batch_key(cfg), [(messages, cfg.n or 1)])[0]
-        return [self._generate_batch(_batch_key(c), [(messages, 1)])[0][0] for c in seeded]
+            return self._generate_batch(_batch_key(cfg, None), [(messages, cfg.n or 1)])[0]
+        return [self._generate_batch(_batch_key(c, None), [(messages, 1)])[0][0] for c in seeded]
 
     async def aclose(self) -> None:
         self.model = None  # type: ignore[assignment]
@@ -219,11 +248,12 @@ def _seeded_rows(cfg: GenerationConfig) -> list[GenerationConfig] | None:
     return [replace(cfg, seed=cfg.seed + i, n=1) for i in range(cfg.n or 1)]
 
 
-def _batch_key(config: GenerationConfig) -> Hashable:
-    """Requests batch together when every resolved setting but ``n`` is equal."""
+def _batch_key(config: GenerationConfig, block: AnswerBlock | None) -> Hashable:
+    """Requests batch together when every resolved setting but ``n`` is equal, and the
+    answer block they are forced into."""
     settings = config.resolved().to_dict()
     settings.pop("n", None)
-    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in settings.items()))
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in settings.items())), block
 
 
 PRECISIONS = ("fp32", "bf16", "autocast")

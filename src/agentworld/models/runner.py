@@ -11,6 +11,11 @@ sample's, the simulator its environment's); it reaches the backend and, with
 demonstrations on (``demos=K`` in the backend spec, :mod:`agentworld.models.demos`),
 picks the train-split turns put into the context. Demonstrations are added here, once,
 for every backend.
+
+Backends that render their own prompt (``hf``, ``llamacpp``, ``smol``: a ``complete_block``
+method) are asked for the output contract itself: the answer is forced to open with the
+observation block and stops at its close (:mod:`agentworld.models.contract`). Other
+callers of those backends (agent policies, judges) call ``complete`` and get free text.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import TYPE_CHECKING
 from agentworld.models.base import Backend, Completion, GenerationConfig, Message, Prediction
 from agentworld.models.bounded import as_completed_bounded
 from agentworld.models.cache import CacheMiss, ResponseCache, cache_key
+from agentworld.models.contract import OBSERVATION_BLOCK
 from agentworld.parsing import parse_prediction, with_finish_reason
 
 if TYPE_CHECKING:
@@ -110,6 +116,10 @@ class WorldModel:
     def model_id(self) -> str:
         return self.backend.model_id
 
+    @property
+    def _forces_block(self) -> bool:
+        return callable(getattr(self.backend, "complete_block", None))
+
     def settings(self, config: GenerationConfig | None = None) -> GenerationConfig:
         """The resolved settings a call with ``config`` uses."""
         return self.defaults.merged(config).resolved()
@@ -148,6 +158,8 @@ class WorldModel:
                 self.demos.apply, messages, domain, exclude_trajectory=exclude_trajectory
             )
             context |= self.demos.cache_tag
+        if self._forces_block:  # a forced answer differs from a free one: never the same cache entry
+            context["answer"] = OBSERVATION_BLOCK.open
         keys = [cache_key(backend, model, messages, cfg, i, context) for i in range(n)]
         out: list[Prediction | None] = [None] * n
         if self.cache is not None and self.cache.enabled:
@@ -193,7 +205,11 @@ class WorldModel:
             st.peak_in_flight = max(st.peak_in_flight, st.in_flight)
             start = time.perf_counter()
             try:
-                completions = await self.backend.complete(messages, cfg, domain=domain)
+                if self._forces_block:
+                    completions = await self.backend.complete_block(  # type: ignore[attr-defined]
+                        messages, cfg, OBSERVATION_BLOCK, domain=domain)
+                else:
+                    completions = await self.backend.complete(messages, cfg, domain=domain)
                 error = None
             except (asyncio.CancelledError, KeyboardInterrupt):
                 raise
