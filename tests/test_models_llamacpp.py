@@ -177,3 +177,42 @@ def test_prefix_cache_reuses_whole_chunks_and_changes_no_answer(backend) -> None
     finally:
         backend.prefix_cache = True
     assert warm.text == cold.text and warm.prompt_tokens == cold.prompt_tokens
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_drafting_keeps_greedy_answers_and_accepts_copied_spans(backend) -> None:
+    """Prompt-lookup drafts are verified in the sequence's own decode step: the greedy
+    answers (alone and batched) are those of plain decoding, and answers that copy the
+    prompt's repeated spans accept guesses."""
+    from agentworld.models.contract import OBSERVATION_BLOCK
+    from agentworld.prompts import OBS_OPEN
+
+    listing = "total 12\ndrwxr-xr-x 2 root root 4096 Jan  1 00:00 .\ndrwxr-xr-x 3 root root 4096 Jan  1 00:00 ..\n"
+    history = [(f'[{{"keystrokes": "ls -la /srv/data{i}\\n", "duration": 1.0}}]',
+                f"root@sandbox:/workspace# ls -la /srv/data{i}\n{listing}root@sandbox:/workspace#") for i in range(3)]
+    prompts = [build_messages(build_system_prompt("terminal"), history, f'[{{"keystrokes": "ls -la /srv/data{i}\\n"}}]')
+               for i in (3, 4)]
+    greedy = GenerationConfig(max_tokens=40)
+
+    def answers() -> tuple[list[str], list[str]]:
+        alone = [asyncio.run(backend.complete_block(p, greedy, OBSERVATION_BLOCK))[0].text for p in prompts]
+
+        async def together():
+            return await asyncio.gather(*(backend.complete_block(p, greedy, OBSERVATION_BLOCK) for p in prompts))
+
+        return alone, [c.text for [c] in asyncio.run(together())]
+
+    default = backend.draft
+    try:
+        backend.draft = 0
+        plain = answers()
+        before = backend.drafted_tokens, backend.accepted_tokens
+        backend.draft = 8
+        drafted = answers()
+    finally:
+        backend.draft = default
+    assert drafted == plain and plain[0] == plain[1]  # batching changes no answer either
+    assert all(t.startswith(OBS_OPEN) and "data" in t for t in plain[0]), plain
+    guessed, accepted = backend.drafted_tokens - before[0], backend.accepted_tokens - before[1]
+    assert 0 < accepted <= guessed

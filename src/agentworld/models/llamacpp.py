@@ -20,6 +20,16 @@ by one chunk, not by the whole prompt.
 Sampling is greedy at temperature 0 (the argmax, as ``hf``). Above 0 it is numpy
 sampling (temperature, top-k, top-p) seeded per sample with ``seed + i``: reproducible
 here, but not the same draws as torch's.
+
+Greedy requests may draft (``draft=K``, prompt-lookup decoding as in llama.cpp's lookup
+example and transformers' ``prompt_lookup_num_tokens``): a world model's answer copies long
+spans of its prompt (earlier observations, retrieved neighbours), so the up to K tokens that
+followed the latest earlier occurrence of the sequence's last 3 (else 2, else 1) tokens are
+guessed next. They are decoded in the same ``llama_decode`` as the sequence's last token,
+each with its logits; the greedy choices are kept as long as they agree with the guesses
+(plus the model's own next token), every one through the same stop, length and context
+checks as a token decoded alone, and the rejected positions leave the slot's cache. The
+answer is the one plain decoding gives; sampled requests never draft.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,8 +48,14 @@ from typing import Any
 import numpy as np
 
 from agentworld.models.base import Backend, BackendError, Completion, GenerationConfig, Message
+from agentworld.models.contract import AnswerBlock
 from agentworld.models.window import fit_prompt, prompt_budget
 from agentworld.openmp import choose_wait_policy
+
+DEFAULT_DRAFT = 8
+"""Measured (benchmarks/embedded_speed.py --draft-only, terminal sessions one step at a time,
+prefix cache on, 2 cores at load ~7): decode 16.5 vs 8.9 tokens/s, 40% of drafted tokens
+accepted, p90 step 10.4 vs 15.0 s, p50 8.4 vs 8.5 s (the prompt dominates), answers identical."""
 
 
 class GGUFError(ValueError):
@@ -60,6 +77,41 @@ class _Request:
     cached: int = 0
     """Positions of this sequence in its slot's KV cache."""
     rng: np.random.Generator | None = None
+    lookup: _Lookup | None = None
+    """Where drafts come from (greedy requests with drafting on)."""
+    prefix: str = ""
+    """Text the answer was forced to open with (in the prompt, put back in front of the text)."""
+    close: str | None = None
+    """A closing tag that ends the answer and stays in its text."""
+
+
+class _Lookup:
+    """Prompt-lookup drafts: the tokens that followed the latest earlier occurrence of the
+    sequence's last ``n`` tokens, for ``n`` from :attr:`NGRAM` down to 1."""
+
+    NGRAM = 3
+
+    def __init__(self, tokens: list[int]):
+        self.tokens: list[int] = []
+        # n-gram -> where its latest occurrence's continuation starts, per n (index n - 1)
+        self._seen: list[dict[tuple[int, ...], int]] = [{} for _ in range(self.NGRAM)]
+        for t in tokens:
+            self.append(t)
+
+    def append(self, token: int) -> None:
+        t = self.tokens
+        t.append(token)
+        i = len(t) - 1  # t[i] continues the n-grams that end just before it
+        for n in range(1, min(self.NGRAM, i) + 1):
+            self._seen[n - 1][tuple(t[i - n : i])] = i
+
+    def propose(self, k: int) -> list[int]:
+        t = self.tokens
+        for n in range(min(self.NGRAM, len(t)), 0, -1):
+            start = self._seen[n - 1].get(tuple(t[-n:]))
+            if start is not None:
+                return t[start : start + k]
+        return []
 
 
 class LlamaCppBackend(Backend):
@@ -79,6 +131,7 @@ class LlamaCppBackend(Backend):
         revision: str | None = None,
         max_context: int | None = None,
         prefix_cache: bool = True,
+        draft: int = DEFAULT_DRAFT,
     ):
         """``context``: the KV cache of each of the ``max_batch`` slots, in tokens (default:
         the window, ``max_context``, or the trained context when the window is off); a
@@ -90,7 +143,9 @@ class LlamaCppBackend(Backend):
         ``tokenizer``: a Hugging Face ``tokenizer.json`` that encodes prompts instead of
         llama.cpp's tokenizer, whose pre-tokenizer splits some runs of spaces differently
         (measured: 8 of 42 benchmark prompts differed by a token); decoding is llama.cpp's.
-        ``prefix_cache=False`` reads every prompt from its first token."""
+        ``prefix_cache=False`` reads every prompt from its first token.
+        ``draft``: tokens a greedy request guesses from its own prompt per step (0: off;
+        the default is measured in ``benchmarks/embedded_speed.py --draft-only``)."""
         # ggml's OpenMP threads wait at ~hundreds of barriers a token: sleeping waits unless
         # the user chose otherwise (agentworld.openmp). Read when libgomp loads.
         choose_wait_policy()
@@ -106,8 +161,8 @@ class LlamaCppBackend(Backend):
             self._hf_tokenizer = Tokenizer.from_file(str(tokenizer))
         if not self.path.is_file():
             raise GGUFError(f"GGUF file not found: {self.path}")
-        if max_batch < 1 or (context is not None and context < 64):
-            raise ValueError("max_batch must be >= 1 and context >= 64")
+        if max_batch < 1 or (context is not None and context < 64) or draft < 0:
+            raise ValueError("max_batch must be >= 1, context >= 64 and draft >= 0")
         logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)  # llama.cpp's load chatter
         self._lib = llama_cpp
         llama_cpp.llama_backend_init()
@@ -138,6 +193,13 @@ class LlamaCppBackend(Backend):
         self.prefix_cache = prefix_cache
         self.read_tokens = self.reused_tokens = 0
         """Prompt tokens computed, and taken from a slot's cache instead (benchmarks read them)."""
+        self.draft = draft
+        self.drafted_tokens = self.accepted_tokens = 0
+        """Tokens guessed by drafting, and the guesses the model agreed with (benchmarks and tests)."""
+        self.step_seconds = 0.0
+        self.step_tokens = 0
+        """Time in decode steps and the tokens they wrote (a prompt's first token is the prompt's):
+        decode tokens/s for benchmarks."""
         self._slot_tokens: list[list[int]] = [[] for _ in range(max_batch)]
         """The prompt tokens whose keys and values each slot holds, read in whole chunks
         from position 0 (worker thread only)."""
@@ -212,9 +274,25 @@ class LlamaCppBackend(Backend):
     async def complete(
         self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None
     ) -> list[Completion]:
+        return await self._submit(messages, config, None)
+
+    async def complete_block(
+        self, messages: list[Message], config: GenerationConfig, block: AnswerBlock, *, domain: str | None = None
+    ) -> list[Completion]:
+        """:meth:`complete`, the answer forced into ``block`` (:mod:`agentworld.models.contract`)."""
+        return await self._submit(messages, config, block)
+
+    async def _submit(self, messages: list[Message], config: GenerationConfig,
+                      block: AnswerBlock | None) -> list[Completion]:
         cfg = config.resolved()
-        tokens = fit_prompt(messages, lambda m: self.tokenize(self.prompt_text(m)), len,
-                            prompt_budget(self.max_context, cfg.max_tokens))
+
+        def render(m: list[Message]) -> tuple[list[int], str]:
+            text = self.prompt_text(m)
+            prefix = block.prefix(text) if block else ""
+            return self.tokenize(text + prefix), prefix
+
+        tokens, prefix = fit_prompt(messages, render, lambda p: len(p[0]),
+                                    prompt_budget(self.max_context, cfg.max_tokens))
         if len(tokens) + 1 > self.context:
             raise BackendError(f"prompt of {len(tokens)} tokens does not fit a slot's cache of {self.context} tokens")
         if self.failure is not None or self._ctx is None:
@@ -225,7 +303,8 @@ class LlamaCppBackend(Backend):
         futures = []
         for i in range(n):
             seed = None if cfg.seed is None or not sampled else cfg.seed + i
-            req = _Request(tokens, cfg, seed, loop, loop.create_future())
+            req = _Request(tokens, cfg, seed, loop, loop.create_future(), prefix=prefix,
+                           close=block.close if block else None)
             self._queue.put(req)
             futures.append(req.future)
         return list(await asyncio.gather(*futures))
@@ -297,7 +376,11 @@ class LlamaCppBackend(Backend):
                     else:
                         running.append(req)
             if running:
-                for req in self._step(running):
+                start, before = time.perf_counter(), sum(len(r.out) for r in running)
+                finished = self._step(running)
+                self.step_seconds += time.perf_counter() - start
+                self.step_tokens += sum(len(r.out) for r in running) - before
+                for req in finished:
                     running.remove(req)
                     self._release(req, free_slots)
 
@@ -361,6 +444,8 @@ class LlamaCppBackend(Backend):
             req.rng = np.random.default_rng(req.seed)
         elif req.config.temperature:
             req.rng = np.random.default_rng()
+        elif self.draft:
+            req.lookup = _Lookup(req.tokens)
         return self._advance(req, self._logits(-1))
 
     def _forget(self, req: _Request) -> None:
@@ -369,29 +454,93 @@ class LlamaCppBackend(Backend):
         req.cached = 0
 
     def _step(self, running: list[_Request]) -> list[_Request]:
-        """Decode the last token of every running sequence at once; the finished ones."""
-        rows = [(r.out[-1], r.cached, r.slot, True) for r in running]
-        self.peak_rows = max(self.peak_rows, len(rows))
+        """Decode the last token of every running sequence at once, each followed by its
+        draft; the finished ones."""
+        rows: list[tuple[int, int, int, bool]] = []
+        drafts: list[list[int]] = []
+        room = self._n_batch - len(running)  # rows the drafts may add to this batch
+        for r in running:
+            draft = self._propose(r, room)
+            room -= len(draft)
+            drafts.append(draft)
+            rows.append((r.out[-1], r.cached, r.slot, True))
+            rows += [(t, r.cached + 1 + j, r.slot, True) for j, t in enumerate(draft)]
+        # llama.cpp computes a batch of one row (and one logits row) on another kernel path
+        # than any larger batch, and its logits differ in the last bits (measured: up to 0.08),
+        # enough to flip a greedy choice now and then: a lone row gets a second one after it
+        # in its own sequence (causally masked, so it changes nothing of the first), and a
+        # greedy answer no longer depends on what else ran, nor on drafting. The row guesses
+        # that the last token repeats, for free.
+        pad = len(rows) == 1
+        if pad:
+            r = running[0]
+            rows.append((r.out[-1], r.cached + 1, r.slot, True))
+            if not drafts[0] and self._room(r, 1) > 0:
+                drafts[0] = [r.out[-1]]
+        self.peak_rows = max(self.peak_rows, len(running))
         rc = self._decode(rows)
         if rc != 0:
             for r in running:
                 self._forget(r)
-                self._answer(r, error=BackendError(f"llama_decode failed ({rc}) with {len(rows)} sequences"))
+                self._answer(r, error=BackendError(f"llama_decode failed ({rc}) with {len(rows)} rows"))
             return list(running)
-        for r in running:
-            r.cached += 1
-        return [r for i, r in enumerate(running) if self._advance(r, self._logits(i))]
+        done, row = [], 0
+        for r, draft in zip(running, drafts, strict=True):
+            if self._verify(r, row, draft, 2 if pad else 1 + len(draft)):
+                done.append(r)
+            row += 1 + len(draft)
+        return done
+
+    def _room(self, req: _Request, room: int) -> int:
+        """How many tokens a greedy request may guess: no more than it may still write
+        after this step's own (max_tokens, the slot) or the batch has room for."""
+        if req.lookup is None or not self.draft:
+            return 0
+        return min(self.draft, room, (req.config.max_tokens or 0) - len(req.out) - 1, self.context - req.cached - 2)
+
+    def _propose(self, req: _Request, room: int) -> list[int]:
+        k = self._room(req, room)
+        return req.lookup.propose(k) if k > 0 and req.lookup is not None else []
+
+    def _verify(self, req: _Request, row: int, draft: list[int], written: int) -> bool:
+        """Take the step's tokens of ``req`` (its logits from ``row`` on; ``written``
+        positions of its slot were decoded): the model's choice after its last token, then
+        after each guess it agreed with; True when done."""
+        base, finished = req.cached, False
+        for j in range(len(draft) + 1):
+            req.cached = base + j + 1  # the positions read so far: the checks see what plain decoding sees
+            tok = self._pick(req, self._logits(row + j))
+            agreed = j < len(draft) and tok == draft[j]
+            self.accepted_tokens += agreed
+            finished = self._accept(req, tok)
+            if finished or not agreed:
+                break
+        self.drafted_tokens += len(draft)
+        if req.cached < base + written:  # the guesses past the first miss: out of the cache
+            self._lib.llama_memory_seq_rm(self._memory, req.slot, req.cached, -1)
+        return finished
+
+    def _pick(self, req: _Request, logits: np.ndarray) -> int:
+        return _sample(logits, req.config, req.rng) if req.rng is not None else int(np.argmax(logits))
 
     def _advance(self, req: _Request, logits: np.ndarray) -> bool:
         """Pick the next token; True when the request is done (and answered)."""
+        return self._accept(req, self._pick(req, logits))
+
+    def _accept(self, req: _Request, tok: int) -> bool:
+        """Append ``tok`` unless it ends the answer; True when the request is done (and answered)."""
         cfg = req.config
-        tok = _sample(logits, cfg, req.rng) if req.rng is not None else int(np.argmax(logits))
         if tok in self._stop_ids:
             self._answer(req, finish="stop")
             return True
         req.out.append(tok)
         req.text += self._piece(tok)
+        if req.lookup is not None:
+            req.lookup.append(tok)
         if cfg.stop and any(s.encode() in req.text for s in cfg.stop):
+            self._answer(req, finish="stop")
+            return True
+        if req.close is not None and req.close.encode() in req.text:
             self._answer(req, finish="stop")
             return True
         if len(req.out) >= (cfg.max_tokens or 0) or req.cached + 1 >= self.context:  # the slot is full
@@ -405,6 +554,9 @@ class LlamaCppBackend(Backend):
             for s in req.config.stop or ():
                 if s in text:
                     text = text[: text.index(s)]
+            if req.close is not None and req.close in text:
+                text = text[: text.index(req.close) + len(req.close)]
+            text = req.prefix + text
             result: Any = Completion(text=text, prompt_tokens=len(req.tokens), completion_tokens=len(req.out),
                                      finish_reason=finish)
             setter = req.future.set_result

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from agentworld.models.base import Backend, Completion, GenerationConfig, Message
+from agentworld.models.contract import AnswerBlock
 from agentworld.models.hf import HFBackend
 
 _log = logging.getLogger(__name__)
@@ -206,9 +207,11 @@ class SmolBackend(Backend):
         chat_template: str | None = None,
         max_context: int | None = None,
         prefix_cache: bool | None = None,
+        draft: int | None = None,
     ):
         """``packaged=False`` ignores the shipped adapter (the plain base model).
-        ``threads``, ``context`` (KV cache tokens a slot) and ``prefix_cache`` are llama.cpp's, ``precision``,
+        ``threads``, ``context`` (KV cache tokens a slot), ``prefix_cache`` and ``draft``
+        (prompt-lookup drafting, see :class:`LlamaCppBackend`) are llama.cpp's, ``precision``,
         ``device`` and ``chat_template`` (see :class:`HFBackend`) transformers'.
         ``max_context`` (both engines): the tokens the model reads, by default the 8,192
         SmolLM2 was trained on; longer sessions lose their oldest exchanges."""
@@ -233,10 +236,11 @@ class SmolBackend(Backend):
                 model_name=model_name,
                 revision=f"{revision}/llamacpp-{LLAMACPP_GGUF_TYPE}", max_context=max_context,
                 prefix_cache=prefix_cache is not False,
+                **({} if draft is None else {"draft": draft}),
             )
         else:
-            if threads is not None or context is not None or prefix_cache is not None:
-                raise ValueError("options threads, context and prefix_cache apply to engine=llamacpp only")
+            if threads is not None or context is not None or prefix_cache is not None or draft is not None:
+                raise ValueError("options threads, context, prefix_cache and draft apply to engine=llamacpp only")
             self.engine = HFBackend(
                 converted_checkpoint(cache_dir, gguf=src), adapter=chosen, precision=precision or "auto",
                 device=device, max_batch=max_batch, model_name=model_name, revision=base, chat_template=chat_template,
@@ -251,6 +255,12 @@ class SmolBackend(Backend):
         self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None
     ) -> list[Completion]:
         return await self.engine.complete(messages, config)
+
+    async def complete_block(
+        self, messages: list[Message], config: GenerationConfig, block: AnswerBlock, *, domain: str | None = None
+    ) -> list[Completion]:
+        """:meth:`complete`, the answer forced into ``block`` (:mod:`agentworld.models.contract`)."""
+        return await self.engine.complete_block(messages, config, block)  # type: ignore[attr-defined]
 
     def prompt_text(self, messages: list[Message]) -> str:
         return self.engine.prompt_text(messages)  # type: ignore[attr-defined]

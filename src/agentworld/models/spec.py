@@ -85,13 +85,13 @@ KINDS: dict[str, BackendKind] = {
             "the embedded SmolLM2 world model (offline); smol:ADAPTER swaps the adapter, engine=llamacpp|hf|auto",
             {"adapter": str, "packaged": bool, "engine": str, "threads": int, "context": int, "precision": str,
              "max_batch": int, "device": str, "cache_dir": str, "gguf": str, "model_name": str, "chat_template": str,
-             "max_context": int, "prefix_cache": bool},
+             "max_context": int, "prefix_cache": bool, "draft": int},
             impl="agentworld.models.smol:SmolBackend",
         ),
         BackendKind(
             "llamacpp", "path", "a GGUF model file run by llama.cpp on the CPU: llamacpp:FILE.gguf",
             {"path": str, "max_batch": int, "context": int, "threads": int, "tokenizer": str, "model_name": str,
-             "revision": str, "max_context": int, "prefix_cache": bool},
+             "revision": str, "max_context": int, "prefix_cache": bool, "draft": int},
             required=("path",), impl="agentworld.models.llamacpp:LlamaCppBackend",
         ),
         BackendKind(
