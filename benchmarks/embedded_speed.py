@@ -12,11 +12,19 @@ Prints, for each engine (and each llama.cpp weight type asked for):
   and swe prompts, one at a time;
 - fidelity: greedy outputs of each llama.cpp build against transformers on benchmark prompts
   from ``benchmarks/local`` (exact matches, and the mean share of the common token prefix),
-  plus whether the prompt token ids are identical.
+  plus whether the prompt token ids are identical;
+- drafting: simulated terminal sessions played turn by turn (one session at a time, prefix
+  cache on, answers forced into the observation block as the runner asks for them) with
+  plain and prompt-lookup drafted decoding side by side, each step on both (two backends,
+  so neither reads the other's cache, and load hits both alike): p50 and p90 seconds a
+  step, decode tokens/s (tokens over the time in decode steps), the share of drafted
+  tokens accepted, and whether every greedy answer was identical.
 
     python benchmarks/embedded_speed.py                 # full run
     python benchmarks/embedded_speed.py --quick         # fewer tokens, concurrency 1 and 4
     python benchmarks/embedded_speed.py --types f16,q8_0 --fidelity 10
+    python benchmarks/embedded_speed.py --draft-only    # the drafting figure alone, in minutes
+    python benchmarks/embedded_speed.py --draft-only --draft 4,8 --sessions 4 --turns 6
 
 Load from other processes slows every figure: compare engines within one run.
 """
@@ -29,6 +37,7 @@ import time
 from pathlib import Path
 
 from agentworld.models import Backend, GenerationConfig, load_backend
+from agentworld.models.contract import OBSERVATION_BLOCK
 from agentworld.models.llamacpp import LlamaCppBackend
 from agentworld.models.smol import adapter_hash, converted_checkpoint, merged_gguf, packaged_adapter
 from agentworld.prompts import sample_messages
@@ -117,6 +126,47 @@ async def session_table(engines: dict[str, Backend], runs: list[list[list[dict]]
             print(f"{label:<22}" + "".join(f"{f:>14.1f}" for f in figures) + share, flush=True)
 
 
+async def drafting(path: Path, tokenizer: Path, runs: list[list[list[dict]]], drafts: list[int],
+                   max_tokens: int) -> None:
+    """Print step latency and decode speed of plain (draft=0) and drafted decoding, each
+    session step played on every backend in turn."""
+    backends = {k: LlamaCppBackend(path, max_batch=1, tokenizer=tokenizer, draft=k) for k in [0, *drafts]}
+    config = GenerationConfig(max_tokens=max_tokens)
+    steps: dict[int, list[float]] = {k: [] for k in backends}
+    texts: dict[int, list[str]] = {k: [] for k in backends}
+    for b in backends.values():  # warm-up, then nothing cached
+        await b.complete_block(runs[0][0], GenerationConfig(max_tokens=4), OBSERVATION_BLOCK)
+        b.forget_prefixes()
+        b.step_seconds, b.step_tokens = 0.0, 0
+    for run in runs:
+        for messages in run:
+            for k, b in backends.items():
+                start = time.perf_counter()
+                [c] = await b.complete_block(messages, config, OBSERVATION_BLOCK)
+                steps[k].append(time.perf_counter() - start)
+                texts[k].append(c.text)
+    print(f"\ndrafting: {len(runs)} terminal sessions x {len(runs[0])} turns played one at a time, prefix cache on, "
+          f"up to {max_tokens} new tokens a step (answer block forced)")
+    print(f"{'decoding':<14}{'p50 s/step':>12}{'p90 s/step':>12}{'decode tok/s':>14}{'accepted':>16}  greedy identical")
+    for k, b in backends.items():
+        lat = sorted(steps[k])
+        p50, p90 = lat[len(lat) // 2], lat[min(len(lat) - 1, int(0.9 * len(lat)))]
+        accepted = f"{b.accepted_tokens}/{b.drafted_tokens} {100 * b.accepted_tokens / max(b.drafted_tokens, 1):.0f}%"
+        same = sum(a == r for a, r in zip(texts[k], texts[0], strict=True))
+        label = "plain" if k == 0 else f"draft={k}"
+        print(f"{label:<14}{p50:>12.2f}{p90:>12.2f}{b.step_tokens / max(b.step_seconds, 1e-9):>14.1f}"
+              f"{accepted if k else '-':>16}  {same}/{len(texts[0])}", flush=True)
+    for b in backends.values():
+        await b.aclose()
+
+
+def load_note() -> str:
+    """The 1-minute load average against the cores: the machine is shared."""
+    import os
+
+    return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+
+
 def cache(backend: Backend, on: bool) -> None:
     """Turn llama.cpp's prefix cache on or off and forget what it holds, so a run starts
     cold (the sessions of one run replay those of the run before)."""
@@ -131,7 +181,21 @@ def main() -> None:
     ap.add_argument("--types", default="f16,q8_0", help="llama.cpp weight types to build and measure")
     ap.add_argument("--fidelity", type=int, default=10, help="benchmark prompts compared greedily (0: skip)")
     ap.add_argument("--no-hf", action="store_true", help="llama.cpp only (transformers is slow)")
+    ap.add_argument("--draft-only", action="store_true", help="only the plain vs drafted session figure (f16)")
+    ap.add_argument("--draft", default="8", help="draft lengths compared with plain decoding")
+    ap.add_argument("--sessions", type=int, default=None, help="terminal sessions in the drafting figure")
+    ap.add_argument("--turns", type=int, default=None, help="turns a session in the drafting figure")
     args = ap.parse_args()
+    drafts = [int(k) for k in args.draft.split(",") if int(k) > 0]
+    tokenizer = converted_checkpoint() / "tokenizer.json"  # as the smol engine does
+    draft_runs = session_prompts(args.sessions or (2 if args.quick or args.draft_only else 4),
+                                 args.turns or (3 if args.quick or args.draft_only else 6))
+    draft_tokens = 96 if args.quick or args.draft_only else 160
+    if args.draft_only:
+        print(f"adapter: {packaged_adapter() or 'none'}; {load_note()}")
+        asyncio.run(drafting(merged_gguf(packaged_adapter(), outtype="f16"), tokenizer, draft_runs, drafts, draft_tokens))
+        print(f"after: {load_note()}")
+        return
     max_tokens = 32 if args.quick else 64
     levels = (1, 4) if args.quick else (1, 4, 16)
     terminal = [sample_messages(s) for s in samples("terminal")[: max(levels)]]
@@ -140,9 +204,8 @@ def main() -> None:
     long_prompts = [sample_messages(s) for d in ("mcp", "swe") for s in samples(d)[:1 if args.quick else 3]]
 
     adapter = packaged_adapter()
-    print(f"adapter: {adapter or 'none'} ({adapter_hash(adapter)})")
+    print(f"adapter: {adapter or 'none'} ({adapter_hash(adapter)}); {load_note()}")
     engines: dict[str, Backend] = {}
-    tokenizer = converted_checkpoint() / "tokenizer.json"  # as the smol engine does
     for kind in args.types.split(","):
         start = time.perf_counter()
         path = merged_gguf(adapter, outtype=kind)
@@ -170,6 +233,9 @@ def main() -> None:
             print(f"{name:<16}{speed:>10.0f} tok/s   (mean prompt {mean} tokens)", flush=True)
         if args.fidelity and "hf" in engines:
             await fidelity(engines, args.fidelity, max_tokens)
+        if drafts:
+            await drafting(merged_gguf(adapter, outtype="f16"), tokenizer, draft_runs, drafts, draft_tokens)
+        print(f"\n{load_note()}")
 
     async def fidelity(engines: dict[str, Backend], count: int, max_tokens: int) -> None:
         hf = engines["hf"].engine  # type: ignore[attr-defined]
