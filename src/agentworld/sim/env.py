@@ -10,6 +10,7 @@ sessions at once.
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -241,7 +242,9 @@ class SimEnv(Env):
         history = _history(options.pop("history", None))
         if options:
             raise ValueError(f"unknown reset options: {', '.join(sorted(options))} (known: scenario, perturbations, history)")
-        st.seed = seed if seed is not None else st.seed
+        # Unseeded sessions draw their own seed (and report it), so each gets its own fault
+        # schedule instead of all sharing seed 0's; replaying with the reported seed repeats it.
+        st.seed = seed if seed is not None else secrets.randbelow(2**31)
         st.turns, st.ledger, st.fired, st.done = [], LedgerState(), {}, False
         sc = st.scenario
         first = sc.first_observation if sc.first_observation is not None else sc.task
@@ -252,7 +255,7 @@ class SimEnv(Env):
             self._rules.update(st.ledger, action, observation)
         if history:
             first = history[-1][1]
-        info = {"session_id": st.session_id, "task": sc.task, "domain": sc.domain, "tools": sc.tools or [], "max_turns": sc.max_turns}
+        info = {"session_id": st.session_id, "seed": st.seed, "task": sc.task, "domain": sc.domain, "tools": sc.tools or [], "max_turns": sc.max_turns}
         return Reset(first, info)
 
     def _prepare(self, action: str) -> tuple[list[dict[str, str]], list[Injection]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from agentworld.jsonl import LineError, iter_json_lines
 from agentworld.records.trajectory import Trajectory
@@ -34,12 +34,41 @@ def read_yaml(path: Path, kind: str) -> Any:
 
 
 def read_model(path: Path, model: type[M], kind: str) -> M:
-    """``model`` from a YAML (or JSON) file (empty: all defaults); errors name the file."""
+    """``model`` from a YAML (or JSON) file (empty: all defaults); errors name the file and
+    the line of the first key at fault (an unknown key, a bad value)."""
     data = read_yaml(path, kind)
     try:
         return model.model_validate(data or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        line = _yaml_line(path, first["loc"])
+        what = "unknown key (a misspelling?)" if first["type"] == "extra_forbidden" else first["msg"]
+        raise InputError(f"{path}{f':{line}' if line else ''}: not a {kind}: {where}: {what}"
+                         + (f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else "")) from None
     except ValueError as exc:
         raise InputError(f"{path}: not a {kind} ({exc})") from None
+
+
+def _yaml_line(path: Path, loc: tuple[int | str, ...]) -> int | None:
+    """The 1-based line of the key or item at ``loc`` in a YAML file (the deepest found)."""
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError:
+        return None
+    line = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next(((k, v) for k, v in node.value if k.value == part), None)
+            if match is None:
+                break
+            line, node = match[0].start_mark.line + 1, match[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
 
 
 def _find_record(path: str | Path, record_id: str | None, kind: str) -> tuple[int, dict]:

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentworld.domains.presented import tool_call
 from agentworld.domains.search import HIT
@@ -60,6 +60,9 @@ DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
 
 class Rule(BaseModel):
     """One kind of injection and when it fires."""
+
+    # A misspelt key (``probablity:``) would silently disable the rule: it is an error.
+    model_config = ConfigDict(extra="forbid")
 
     kind: Literal[
         "api_error", "timeout", "rate_limit", "pagination", "partial_results",
@@ -103,6 +106,8 @@ class Injection(BaseModel):
 
 class PerturbationSpec(BaseModel):
     """A named, seeded set of rules."""
+
+    model_config = ConfigDict(extra="forbid")
 
     name: str = "perturbations"
     seed: int = 0
