@@ -18,14 +18,45 @@ from agentworld.sim import Scenario
 PROMPT = "root@sandbox:/workspace# "
 
 
-def test_every_env_registers_under_the_namespace_and_importing_registers_nothing() -> None:
+def test_every_env_registers_under_the_namespace() -> None:
     ids = register_envs()
     assert ids == [gym_id(e) for e in registered()] and register_envs() == ids  # again: a no-op
     assert {"agentworld/Terminal-v1", "agentworld/Sim-v1", "agentworld/FictionalSearch-v1"} <= set(ids)
     assert all(i in gymnasium.registry for i in ids)
-    # A fresh interpreter importing agentworld (and its envs) has no agentworld/ ids.
-    code = "import gymnasium, agentworld, agentworld.envs; print(sum(k.startswith('agentworld/') for k in gymnasium.registry))"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "0"
+
+
+MAKE = """
+import json, sys
+{imports}
+from agentworld.envs import registered
+from agentworld.envs.gym import gym_id
+from agentworld.models import WorldModel, load_backend
+from agentworld.sim import Scenario
+
+wm = WorldModel(load_backend("retrieval", source=sys.argv[1], domain="terminal"))
+env = gym.make("agentworld/Sim-v1", world_model=wm, scenario=Scenario(domain="terminal", first_observation="$ "))
+obs, _ = env.reset(seed=0)
+ours = sorted(k for k in gym.registry if k.startswith("agentworld/"))
+print(json.dumps({{"obs": obs, "all": ours == sorted(gym_id(e) for e in registered()), "light": light}}))
+"""
+
+
+@pytest.mark.parametrize("imports", [
+    "import gymnasium as gym, agentworld; light = True",
+    # Sorted imports put agentworld first: it registers once Gymnasium is imported, without importing it itself.
+    "import agentworld; light = not {'gymnasium', 'numpy', 'torch'} & set(sys.modules); import gymnasium as gym",
+])
+def test_importing_agentworld_registers_the_ids_in_a_fresh_interpreter(imports: str, tmp_path) -> None:
+    from test_sim_fixtures import terminal_trajectories
+
+    from agentworld.records.trajectory import write_trajectories
+
+    source = tmp_path / "terminal.jsonl"
+    write_trajectories(source, terminal_trajectories())
+    done = subprocess.run([sys.executable, "-c", MAKE.format(imports=imports), str(source)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == {"obs": "$ ", "all": True, "light": True}
 
 
 def test_text_space_holds_any_text() -> None:

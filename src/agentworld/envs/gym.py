@@ -1,13 +1,13 @@
 """AgentWorld's environments registered with Gymnasium under the ``agentworld/`` namespace.
 
-``register_envs()`` (explicit: importing agentworld registers nothing) adds one Gymnasium
-id per environment of :mod:`agentworld.envs.base`'s registry, named after it with the
-same version (``terminal-v1`` -> ``agentworld/Terminal-v1``, ``sim-v1`` ->
-``agentworld/Sim-v1``, ``fictional-search-v1`` -> ``agentworld/FictionalSearch-v1``);
-``gymnasium.make`` passes its keyword arguments to the environment::
+Importing this module, or ``agentworld`` itself (which imports it once Gymnasium is
+imported, see :mod:`agentworld._gymnasium`), registers one Gymnasium id per environment of
+:mod:`agentworld.envs.base`'s registry, named after it with the same version
+(``terminal-v1`` -> ``agentworld/Terminal-v1``, ``sim-v1`` -> ``agentworld/Sim-v1``,
+``fictional-search-v1`` -> ``agentworld/FictionalSearch-v1``); ``register_envs()`` adds
+those registered since. ``gymnasium.make`` passes its keyword arguments to the environment::
 
-    from agentworld.envs.gym import register_envs
-    register_envs()
+    import gymnasium, agentworld
     env = gymnasium.make("agentworld/Sim-v1", world_model=wm, scenario=scenario)
     obs, info = env.reset(seed=0)
 
@@ -118,5 +118,7 @@ def register_envs() -> list[str]:
         ids.append(gid)
     return ids
 
+
+register_envs()  # at import, as Gymnasium packages register theirs
 
 __all__ = ["MAX_TEXT", "MEASUREMENTS", "NAMESPACE", "AnyText", "GymEnv", "gym_id", "make_gym", "register_envs"]
