@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from agentworld.models import GenerationConfig, WorldModel, load_backend
+from agentworld.models.contract import OBSERVATION_BLOCK
 from agentworld.models.tiny import build_tiny_checkpoint
 
 
@@ -39,7 +40,8 @@ async def test_batched_left_padding_matches_single(backend) -> None:
     wm = WorldModel(backend, concurrency=8)
     config = GenerationConfig(max_tokens=10)
     batched = {i: p[0] async for i, p in wm.map([_msgs(i) for i in range(8)], config)}
-    singles = [backend.generate_once(_msgs(i), config)[0] for i in range(8)]
+    # the runner forces the answer block (models/contract.py): alone, ask for it too
+    singles = [backend.generate_once(_msgs(i), config, OBSERVATION_BLOCK)[0] for i in range(8)]
     assert [batched[i].text for i in range(8)] == [s.text for s in singles]
     assert len({s.text for s in singles}) > 1  # outputs depend on the prompt
     # Concurrency limit honoured, batches capped at max_batch rows.

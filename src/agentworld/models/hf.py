@@ -223,13 +223,15 @@ class HFBackend(Backend):
             finish = "stop" if closed else finish
         return Completion(text=prefix + text, prompt_tokens=prompt_tokens, completion_tokens=len(kept), finish_reason=finish)
 
-    def generate_once(self, messages: list[Message], config: GenerationConfig | None = None) -> list[Completion]:
-        """Synchronous, unbatched generation (for scripts and benchmarks)."""
+    def generate_once(self, messages: list[Message], config: GenerationConfig | None = None,
+                      block: AnswerBlock | None = None) -> list[Completion]:
+        """Synchronous, unbatched generation (for scripts and benchmarks), the answer
+        forced into ``block`` if given."""
         cfg = (config or GenerationConfig()).resolved()
         seeded = _seeded_rows(cfg)
         if seeded is None:
-            return self._generate_batch(_batch_key(cfg, None), [(messages, cfg.n or 1)])[0]
-        return [self._generate_batch(_batch_key(c, None), [(messages, 1)])[0][0] for c in seeded]
+            return self._generate_batch(_batch_key(cfg, block), [(messages, cfg.n or 1)])[0]
+        return [self._generate_batch(_batch_key(c, block), [(messages, 1)])[0][0] for c in seeded]
 
     async def aclose(self) -> None:
         self.model = None  # type: ignore[assignment]
