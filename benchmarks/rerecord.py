@@ -42,7 +42,7 @@ RUNTIME_FIELDS: dict[str, re.Pattern[str]] = {
     # A clock reading: ISO-8601 stamps, `date`'s and `ls -l`'s forms, bare times of day.
     "timestamp": re.compile(
         rf"\d{{4}}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"
-        rf"|(?:{_DAY},? )?{_MONTH} [ \d]\d(?: \d\d:\d\d(?::\d\d)?)?(?: (?:UTC|GMT))?(?: \d{{4}})?"
+        rf"|(?:{_DAY},? )?{_MONTH} [ \d]\d(?: \d\d:\d\d(?::\d\d)?| +\d{{4}}\b)?(?: (?:UTC|GMT))?(?: \d{{4}})?"
         rf"|\b\d\d:\d\d:\d\d\b|\b\d{{4}}-\d\d-\d\d\b|\b\d\d/{_MONTH}/\d{{4}}\b"
     ),
     # Git object ids: a commit's id hashes its author and committer times.
