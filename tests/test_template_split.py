@@ -98,7 +98,12 @@ def test_shipped_benchmark_holds_out_whole_templates(domain: str) -> None:
     assert set(sides) == {"train", "test"}
     assert not sides["train"] & sides["test"]
     names, families = _registries()[domain]
-    split = split_templates(domain, names, families=families)
+    # The split collect made: by template family where a domain groups its templates
+    # (provenance ``split_by`` template-v1+family), else by template.
+    from agentworld.cli.collect._app import split_families
+
+    split = split_families(domain, names, families)
+    assert {t.provenance.split_by for t in trajs} <= {"template-v1", "template-v1+family"}
     assert sides["test"] <= set(split.test) and sides["train"] <= set(split.train)
     # No turn of a benchmarked trajectory (action and observation, digits masked) is in a training trajectory.
     benched = {x.trajectory_id for x in load_bench_dir(RECORDED.parent, domains=[domain], strict=True).samples}
