@@ -18,6 +18,7 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(["models", "executors"], 1),
     "judge": 2,
     "envs": 3,
+    "_gymnasium": 3,  # the import hook that registers the envs' Gymnasium ids (imported by __init__ only)
     **dict.fromkeys(["data", "sim", "train", "agents"], 4),
     "bench": 5,
     "cli": 6,
