@@ -158,7 +158,9 @@ def test_smol_runs_on_llamacpp_when_asked(gguf_file) -> None:
 def test_prefix_cache_reuses_whole_chunks_and_changes_no_answer(backend) -> None:
     """A session's next prompt extends its last one: the slot's cached chunks are reused,
     and the greedy answer is the one a fresh read gives."""
-    turns = [s for s in load_bench_dir(BENCH, domains=["terminal"]).samples if s.trajectory_id == "terminal-test-1000000"]
+    # The first held-out session (ids name the template: terminal-test-<template>-1000000).
+    turns = [s for s in load_bench_dir(BENCH, domains=["terminal"]).samples
+             if s.trajectory_id.startswith("terminal-test-") and s.trajectory_id.endswith("-1000000")]
     first, second = (sample_messages(s) for s in sorted(turns, key=lambda s: s.turn_idx)[1:3])
     greedy = GenerationConfig(max_tokens=16)
     n_first = len(backend.tokenize(backend.prompt_text(first)))
