@@ -93,6 +93,7 @@ def inference(tiny: Path) -> str:
     import asyncio
 
     from agentworld.models import GenerationConfig, WorldModel, load_backend
+    from agentworld.models.contract import OBSERVATION_BLOCK
 
     backend = load_backend("hf", path=tiny, max_batch=4, precision="fp32")
     prompts = [[{"role": "user", "content": "ls -la " * (i + 1)}] for i in range(4)]
@@ -103,7 +104,8 @@ def inference(tiny: Path) -> str:
         return [answers[i] for i in range(len(prompts))]
 
     together = asyncio.run(batched())
-    alone = [backend.generate_once(p, gen)[0].text for p in prompts]
+    # The runner forces the answer block (models/contract.py): alone, ask for it too.
+    alone = [backend.generate_once(p, gen, OBSERVATION_BLOCK)[0].text for p in prompts]
     if together != alone:  # left padding must not change a greedy answer
         raise AssertionError(f"batched greedy answers differ from single ones: {together} vs {alone}")
     return f"{len(prompts)} prompts on {backend.device}, batched == single (fp32 greedy), peak batch {backend.batcher.peak_rows}"
