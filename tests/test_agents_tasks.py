@@ -125,20 +125,25 @@ def test_terminal_sim_grade_ledger_then_judges() -> None:
     assert (task.grade(_SimLike(ledger), traj).success, task.grade(_SimLike(ledger), traj).decided_by) == (True, ["ledger"])
     ledger, traj = play(("echo wrong > sorted.txt", "root@sandbox:/workspace# "))
     assert (task.grade(_SimLike(ledger), traj).success, task.grade(_SimLike(ledger), traj).decided_by) == (False, ["ledger"])
-    # a command the ledger cannot follow (sed -i) on a file it knows: not the ledger's to decide
+    # a command the ledger cannot follow on a file it knows: not the ledger's to decide. A plain
+    # `sed -i 's/a/b/g'` is applied exactly by the ledger now (9e811ef), so it decides that one;
+    # a sed it cannot apply (an address) drops the fact, and a dropped fact is not an absent file
     replace = TERMINAL.get("term-replace-word").instance(1)
     old, new = replace.instruction.split("'")[1], replace.instruction.split("'")[3]
     edited = replace.files["notes.txt"].replace(old, new)
-    for turns, want in ((((f"sed -i 's/{old}/{new}/g' notes.txt", "root@sandbox:/workspace# "),), False),
-                        (((f"sed -i 's/{old}/{new}/g' notes.txt", "root@sandbox:/workspace# "),
-                          ("cat notes.txt", f"cat notes.txt\n{edited}root@sandbox:/workspace# ")), True)):
-        ledger = LedgerState()
-        replace.seed_ledger(ledger)
-        traj = _sim_traj(*turns)
-        for t in traj.turns:
-            rules.update(ledger, t.action, t.observation)
-        g = replace.grade(_SimLike(ledger), traj)
-        assert (g.success, g.decided_by) == (want, ["rule_judge"]), g.to_record()
+    shown = ("cat notes.txt", f"cat notes.txt\n{edited}root@sandbox:/workspace# ")
+    for sed, decider in ((f"sed -i 's/{old}/{new}/g' notes.txt", "ledger"),
+                         (f"sed -i '1,$s/{old}/{new}/g' notes.txt", "rule_judge"),
+                         (f"perl -pi -e 's/{old}/{new}/g' notes.txt", "rule_judge")):
+        for turns, want in ((((sed, "root@sandbox:/workspace# "),), decider == "ledger"),
+                            (((sed, "root@sandbox:/workspace# "), shown), True)):
+            ledger = LedgerState()
+            replace.seed_ledger(ledger)
+            traj = _sim_traj(*turns)
+            for t in traj.turns:
+                rules.update(ledger, t.action, t.observation)
+            g = replace.grade(_SimLike(ledger), traj)
+            assert (g.success, g.decided_by) == (want, [decider]), g.to_record()
     # the starting files are in the ledger: an untouched path is decided from them
     rename = TERMINAL.get("term-rename-file").instance(1)
     ledger = LedgerState()

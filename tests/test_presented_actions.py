@@ -248,8 +248,11 @@ def test_the_ledger_records_and_checks_presented_actions_as_bare_ones(domain: st
             rules.update(bare, t.action, t.observation)
             rules.update(shown, p.action, t.observation)
             assert shown == bare
-        facts += len(bare.files) + len(bare.env) + len(bare.ids) + len(bare.rows) + len(bare.memory) + len(
-            bare.pages) + len(bare.form_values) + len(bare.deleted)
+            # Counted at every step, where the states are compared: a later program run (swe's
+            # `python3 -m pytest`, `python3 reproduce.py`) drops what the ledger knew (9e811ef),
+            # so a session's end state may hold no facts although its steps did.
+            facts += len(bare.files) + len(bare.env) + len(bare.ids) + len(bare.rows) + len(bare.memory) + len(
+                bare.pages) + len(bare.form_values) + len(bare.deleted)
     # The comparison means something only where actions established facts.
     assert facts or domain == "os"
 

@@ -116,17 +116,32 @@ _READ_ONLY = ("cat", "head", "tail", "nl", "less", "more", "grep", "wc", "ls", "
 """Commands that leave a file's content as it was (modes are never the ledger's to decide)."""
 
 
-def _unfollowed(name: str, traj: Trajectory, typed: list[str]) -> bool:
-    """Whether an accepted action named ``name`` without the ledger knowing what it did to it
-    (``sort > f``, ``sed -i``, ``chmod``...): then the ledger's view of the path may be stale."""
+def _covers(target: str, path: str) -> bool:
+    """Whether an ``unknown`` effect on ``target`` (relative to a working directory this
+    reading does not replay) may reach ``path``: ``.`` (a script run, a glob) reaches all."""
+    t = posixpath.normpath(target)
+    if t == ".":
+        return True
+    if t.startswith("/"):
+        return path == t or path.startswith(t.rstrip("/") + "/")
+    return path.endswith("/" + t) or f"/{t}/" in path
+
+
+def _unfollowed(path: str, traj: Trajectory, typed: list[str]) -> bool:
+    """Whether an accepted action touched ``path`` without the ledger knowing what it did to it
+    (``sort > f``, a script run, ``chmod``...): then the ledger's view of the path may be stale.
+    An ``unknown`` effect makes the ledger forget the path, which is not the path being absent."""
+    name = posixpath.basename(path)
     for line, turn in zip(typed, traj.turns, strict=True):
-        if name not in line:
-            continue
         found = effects(turn.action, turn.observation)
         if found.failed:
             continue  # the screen says it failed: nothing happened, as the ledger has it
+        if any(op.kind == "unknown" and _covers(op.target, path) for op in found.ops):
+            return True
+        if name not in line:
+            continue
         if any(name in (posixpath.basename(op.target), posixpath.basename(op.source)) for op in found.ops
-               if op.kind != "read"):
+               if op.kind not in ("read", "unknown")):
             continue
         words = line.split()
         if words and words[0] in _READ_ONLY and ">" not in line:
@@ -140,13 +155,27 @@ def ledger_decides(check: FileCheck, ledger: LedgerState, traj: Trajectory, type
     path in a way it did not follow (it knows only writes whose content is certain), or the
     check is on file modes, which it does not track."""
     path = posixpath.normpath(check.path)
-    if _unfollowed(posixpath.basename(path), traj, typed):
+    if _unfollowed(path, traj, typed):
         return None
     if path in ledger.files:
         return None if check.kind == "executable" else check.holds(ledger.files[path])
     if path in ledger.dirs:
         return check.holds(None, is_dir=True)
+    if path not in ledger.deleted and _written(posixpath.basename(path), traj):
+        return None  # written, yet the ledger holds no fact: it dropped what it could not apply (sed, cp)
     return check.holds(None)  # deleted, or never created
+
+
+_WRITES = ("write", "copy", "move", "sed", "touch", "mkdir")
+
+
+def _written(name: str, traj: Trajectory) -> bool:
+    """Whether an accepted action wrote a path named ``name``."""
+    for turn in traj.turns:
+        found = effects(turn.action, turn.observation)
+        if not found.failed and any(op.kind in _WRITES and posixpath.basename(op.target) == name for op in found.ops):
+            return True
+    return False
 
 
 def rule_judge(check: Check, traj: Trajectory, typed: list[str]) -> bool:
