@@ -25,6 +25,7 @@ from typing import Any
 from agentworld.executors.config import ExecutorConfig, cluster_slots, connect
 from agentworld.models import backend_class, load_demos
 from agentworld.models.base import Backend, BackendError, Completion, GenerationConfig, Message
+from agentworld.models.contract import AnswerBlock
 from agentworld.models.spec import BackendSpec
 
 ACTOR_BACKENDS = ("hf", "smol")
@@ -48,16 +49,20 @@ class _ModelActor:
     def __init__(self, spec: BackendSpec):
         self.backend = backend_class(spec.name)(**spec.backend_kwargs())
 
-    def info(self) -> tuple[str, str]:
-        return self.backend.name, self.backend.model_id
+    def info(self) -> tuple[str, str, bool]:
+        """Name, model id, and whether the backend forces answers into a block (``complete_block``)."""
+        return self.backend.name, self.backend.model_id, callable(getattr(self.backend, "complete_block", None))
 
     def pid(self) -> int:
         import os
 
         return os.getpid()
 
-    async def complete(self, messages: list[Message], config: GenerationConfig, domain: str | None) -> list[Completion]:
-        return await self.backend.complete(messages, config, domain=domain)
+    async def complete(self, messages: list[Message], config: GenerationConfig, domain: str | None,
+                       block: AnswerBlock | None = None) -> list[Completion]:
+        if block is None:
+            return await self.backend.complete(messages, config, domain=domain)
+        return await self.backend.complete_block(messages, config, block, domain=domain)
 
 
 class ActorBackend(Backend):
@@ -94,7 +99,10 @@ class ActorBackend(Backend):
             if started:
                 ray.shutdown()
             raise
-        backend = cls(ray, actors, infos[0][0], infos[0][1], started)
+        # A backend that forces the answer block (hf, smol) is served with complete_block
+        # too, so the runner asks the actors for the same contract as the local backend.
+        kind = BlockActorBackend if infos[0][2] and not issubclass(cls, BlockActorBackend) else cls
+        backend = kind(ray, actors, infos[0][0], infos[0][1], started)
         backend.demos = demos
         return backend
 
@@ -159,6 +167,10 @@ class ActorBackend(Backend):
     async def complete(
         self, messages: list[Message], config: GenerationConfig, *, domain: str | None = None
     ) -> list[Completion]:
+        return await self._call(messages, config, domain, None)
+
+    async def _call(self, messages: list[Message], config: GenerationConfig, domain: str | None,
+                    block: AnswerBlock | None) -> list[Completion]:
         from ray.exceptions import RayActorError, RayTaskError
 
         self._event()
@@ -166,7 +178,7 @@ class ActorBackend(Backend):
             i = await self._live_actor()
             self._in_flight[i] += 1
             try:
-                return await self.actors[i].complete.remote(messages, config, domain)
+                return await self.actors[i].complete.remote(messages, config, domain, block)
             except RayActorError:
                 # The actor is gone or restarting: this call is not lost, it goes to another.
                 self.lost_calls += 1
@@ -188,3 +200,14 @@ class ActorBackend(Backend):
         self.actors = []
         if self._started:
             self._ray.shutdown()
+
+
+class BlockActorBackend(ActorBackend):
+    """Model actors whose backend forces the answer into a block: ``complete_block`` as the
+    local backend has it (:mod:`agentworld.models.contract`), so the runner, which forces
+    the block wherever a backend offers it, gets the same answers through Ray as in one process."""
+
+    async def complete_block(
+        self, messages: list[Message], config: GenerationConfig, block: AnswerBlock, *, domain: str | None = None
+    ) -> list[Completion]:
+        return await self._call(messages, config, domain, block)
