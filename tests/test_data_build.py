@@ -161,8 +161,13 @@ def test_cpt_loss_mask_token_by_token(tmp_path: Path, data_dir: Path, inputs: li
 
 
 def test_held_out_split_is_written_and_excluded(tmp_path: Path, inputs: list[str], tiny: Path) -> None:
-    cfg = CPTConfig(inputs=inputs, output_dir=str(tmp_path / "cpt"), tokenizer=str(tiny), test_fraction=0.5, seed=3)
+    # Rows long enough that no training trajectory is cut down to no loss tokens (a recorded
+    # filesystem episode's tool schemas alone run past 8192 tiny-tokenizer tokens) and
+    # dropped: then every training trajectory must be packed, and only those.
+    cfg = CPTConfig(inputs=inputs, output_dir=str(tmp_path / "cpt"), tokenizer=str(tiny), test_fraction=0.5, seed=3,
+                    max_length=32768)
     report = build_cpt(cfg)
+    assert report.dropped_no_loss == 0
     split = json.loads((tmp_path / "cpt" / "split.json").read_text())
     assert split["test"] and split["train"] and not set(split["test"]) & set(split["train"])
     held = read_trajectories(tmp_path / "cpt" / "test_trajectories.jsonl").items
