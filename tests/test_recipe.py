@@ -28,4 +28,9 @@ def test_cpu_recipe_runs_end_to_end(sandbox_tmp: Path) -> None:
     scores = json.loads((work / "report" / "scores.json").read_text())
     assert "terminal" in json.dumps(scores)
     step = json.loads((work / "sim_step.json").read_text())
-    assert step["observation"]["metadata"]["turn"] == 1 and step["observation"]["metadata"]["error"] is None
+    meta = step["observation"]["metadata"]
+    # A local backend's answer is forced into the observation block (the output contract);
+    # random weights never close it in 32 tokens, so the step fails loudly on the cut-off
+    # answer (and ends the episode) instead of showing it as the screen.
+    assert meta["turn"] == 1 and meta["prediction_status"] == "truncated"
+    assert meta["error"] == "prediction truncated" and step["truncated"]
