@@ -34,22 +34,15 @@ from agentworld.bench.score import score_records
 from agentworld.data.split import select_split
 from agentworld.judge.rules import RuleScorer
 from agentworld.models import load_backend
-from agentworld.parsing import parse_prediction
 from agentworld.prompts import sample_messages
 from agentworld.records.bench import BenchSample, load_bench_dir
-from agentworld.records.prediction import Prediction
 from agentworld.records.trajectory import write_trajectories
 from agentworld.records.verdict import JudgedRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 
-
-def _record(s: BenchSample, text: str, model: str, scorer: RuleScorer) -> JudgedRecord:
-    parsed = parse_prediction(text)
-    pred = Prediction(text=text, observation=parsed.observation, status=parsed.status, model=model)
-    return JudgedRecord(uid=s.uid, domain=s.domain, id=s.id, turn_idx=s.turn_idx, sample_index=0, judge=scorer.name,
-                        judgement=scorer.score_sync(s, pred), model=model,
-                        observation=pred.observation if pred.ok else None, prediction_status=str(pred.status))
+# A rule-judged record of one answer, made as the floor benchmark makes it (run from benchmarks/).
+from retrieval_floor import _record  # noqa: E402
 
 
 def _domain_scores(records: list[JudgedRecord]) -> tuple[float, dict[str, float]]:
